@@ -1,0 +1,3 @@
+from sr_dist.cli import main
+
+main()

@@ -1,0 +1,84 @@
+"""Values that cross the tool boundary: calls in, results out.
+
+They are frozen so a call or a result can be logged, recorded and replayed without anyone
+changing it on the way; parsers, the registry, the agent loop and the recorder all share them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["ToolCall", "ToolCallResult", "ToolError", "ToolRunAbort", "ToolSpec", "ERROR_KINDS"]
+
+#: The values ``ToolCallResult.meta_data["error_kind"]`` may take when ``ok`` is False.
+ERROR_KINDS = frozenset(
+    {
+        "invalid_tool_call",  # unknown tool, arguments that break the schema, unreadable call
+        "tool_error",  # the implementation raised, or returned a failure envelope / bad output
+        "timeout",  # the call ran past its timeout
+        "circuit_open",  # a circuit breaker refused the call without running it
+        "cancelled",  # the run's cancellation event was set
+        "mcp_status_unknown",  # an MCP server timed out earlier; its state is unknown until restart
+    }
+)
+
+
+class ToolError(Exception):
+    """A call that cannot be bound: unknown tool, or arguments that break the input schema."""
+
+
+class ToolRunAbort(Exception):
+    """Control flow, not failure: a tool raises it to end the agent's run; never swallowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What a model is told about one tool: its name, what it does, and its JSON Schema input."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One normalized request to run a tool, whatever format the model used to ask for it."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    """What a tool call produced.
+
+    ``result`` is the full structured value (for recording); ``result_str`` is the bounded,
+    model-readable text; ``meta_data`` carries at least ``tool``, ``elapsed_s``, ``truncated``
+    and, when ``ok`` is False, ``error_kind`` (one of :data:`ERROR_KINDS`).
+    """
+
+    ok: bool
+    result: Any
+    result_str: str
+    meta_data: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def error_kind(self) -> str | None:
+        return None if self.ok else self.meta_data.get("error_kind")
+
+    def envelope(self) -> dict[str, Any]:
+        """Thea's result envelope: ``{"success": True, ...}`` or ``{"success": False, "reason": ...}``."""
+        if not self.ok:
+            reason = self.result_str.strip() or str(self.meta_data.get("error_kind") or "tool failed")
+            return {"success": False, "reason": reason}
+        if isinstance(self.result, Mapping):
+            body = {k: v for k, v in self.result.items() if k != "success"}
+            if not body:
+                body = {"observation": self.result_str}
+            return {"success": True, **body}
+        return {"success": True, "observation": self.result if self.result is not None else self.result_str}
