@@ -25,7 +25,23 @@ ERROR_KINDS = frozenset(
 
 
 class ToolError(Exception):
-    """A call that cannot be bound: unknown tool, or arguments that break the input schema."""
+    """A call that cannot be bound: unknown tool, or arguments that break the input schema.
+
+    ``tool`` names the tool asked for and ``reasons`` lists each problem (one per failing
+    argument); both are optional so ``ToolError("message")`` still works.
+    """
+
+    def __init__(self, message: str, *, tool: str | None = None, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.reasons = tuple(reasons)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep tool/reasons when pickled (Ray, recorders)
+        return (_rebuild_tool_error, (str(self), self.tool, self.reasons))
+
+
+def _rebuild_tool_error(message: str, tool: str | None, reasons: tuple[str, ...]) -> ToolError:
+    return ToolError(message, tool=tool, reasons=reasons)
 
 
 class ToolRunAbort(Exception):
