@@ -1,0 +1,257 @@
+"""``sr-dist-query PATH``: print a results root's runs, one run's Pareto front, or any SQL.
+
+    sr-dist-query results                       # the runs
+    sr-dist-query results --run RUN_ID          # that run's Pareto front (complexity vs val NMSE)
+    sr-dist-query results --sql "SELECT ..."    # DuckDB SQL over views `candidates` and `runs`
+
+``--format table|csv|json`` picks the output; ``--limit N`` caps the rows. Every failure (no
+results, unknown run, bad SQL) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from typing import Any, TextIO
+
+import duckdb
+import pyarrow as pa
+
+from sr_dist.results.query import PARETO_METRICS, ResultsNotFound, duckdb_connection, pareto_front
+
+PROG = "sr-dist-query"
+
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id", "status", "stop_reason", "dataset", "model", "agents", "started_at", "ended_at",
+    "candidates", "best_val_nmse", "best_test_nmse", "best_complexity", "best_expression",
+)
+FRONT_COLUMNS: tuple[str, ...] = (
+    "complexity", "train_nmse", "val_nmse", "test_nmse", "r2", "expression", "constants",
+    "agent_id", "step", "candidate_id",
+)
+#: Longest cell in table format; csv and json are never truncated.
+MAX_CELL = 80
+
+
+class QueryError(Exception):
+    """A user-facing failure: printed as one line, exit status 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Query sr-dist results (Parquet under results.path) with DuckDB.",
+    )
+    parser.add_argument("path", help="results root (the run's results.path)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--run", metavar="ID", help="print the Pareto front of this run")
+    what.add_argument("--sql", metavar="SQL",
+                      help="run DuckDB SQL over the views `candidates` and `runs`")
+    parser.add_argument("--metric", choices=PARETO_METRICS, default="val_nmse",
+                        help="error axis of the Pareto front (default: val_nmse)")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                        help="output format (default: table)")
+    parser.add_argument("--limit", type=int, metavar="N", help="print at most N rows")
+    return parser
+
+
+# --- formatting (pure) -------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready value: NaN/inf → null, times → ISO 8601, decimals → float."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        return _plain(float(value))
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc)
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)
+
+
+def _cell(value: Any) -> str:
+    """A table cell: floats as %.4g, times to the second in UTC, null as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (float, Decimal)):
+        number = float(value)
+        return f"{number:.4g}" if math.isfinite(number) else str(number)
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc)
+        stamp: str = value.strftime("%Y-%m-%d %H:%M:%S")
+        return stamp
+    if isinstance(value, (list, tuple, dict)):
+        text = json.dumps(_plain(value))
+    else:
+        text = str(value)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Aligned columns; numbers right-aligned, text left-aligned."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [len(c) for c in columns]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    numeric = [
+        all(isinstance(row[i], (int, float, Decimal)) and not isinstance(row[i], bool)
+            for row in rows if row[i] is not None)
+        for i in range(len(columns))
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(columns), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in cells)
+    return "\n".join(out) + "\n"
+
+
+def format_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if v is None else _csv_value(v) for v in row])
+    return buf.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    plain = _plain(value)
+    if isinstance(plain, (list, dict)):
+        return json.dumps(plain)
+    return "" if plain is None else plain
+
+
+def format_json(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    records = [{c: _plain(v) for c, v in zip(columns, row)} for row in rows]
+    return json.dumps(records, indent=2, allow_nan=False) + "\n"
+
+
+FORMATS = {"table": format_table, "csv": format_csv, "json": format_json}
+
+
+def _rows(table: pa.Table) -> tuple[list[str], list[tuple[Any, ...]]]:
+    columns = table.column_names
+    data = [table.column(c).to_pylist() for c in columns]
+    return columns, list(zip(*data)) if data else []
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+def _limit_sql(limit: int | None) -> str:
+    return "" if limit is None else f" LIMIT {int(limit)}"
+
+
+def _runs(con: duckdb.DuckDBPyConnection, limit: int | None) -> pa.Table:
+    cols = ", ".join(RUN_COLUMNS)
+    table = con.sql(
+        f"SELECT {cols} FROM runs ORDER BY started_at, run_id{_limit_sql(limit)}"
+    ).to_arrow_table()
+    if table.num_rows == 0:
+        pending = con.execute(
+            "SELECT count(DISTINCT run_id), count(*) FROM candidates"
+        ).fetchall()[0]
+        if pending and pending[1]:
+            print(f"{PROG}: note: no runs rows yet; {pending[1]} candidate(s) in {pending[0]} "
+                  "run(s); use --run ID or --sql", file=sys.stderr)
+    return table
+
+
+def _front(con: duckdb.DuckDBPyConnection, run_id: str, metric: str,
+           limit: int | None) -> pa.Table:
+    known = con.execute(
+        "SELECT count(*) FROM (SELECT run_id FROM candidates WHERE run_id = $1 "
+        "UNION ALL SELECT run_id FROM runs WHERE run_id = $1)", [run_id]
+    ).fetchall()[0]
+    if not known or not known[0]:
+        runs = [r[0] for r in con.execute(
+            "SELECT DISTINCT run_id FROM (SELECT run_id FROM runs UNION SELECT run_id "
+            "FROM candidates) ORDER BY 1 LIMIT 6").fetchall()]
+        shown = ", ".join(runs[:5]) + (", ..." if len(runs) > 5 else "")
+        raise QueryError(f"unknown run id {run_id!r} (known: {shown or 'none'})")
+    rows = con.sql(
+        "SELECT * FROM candidates WHERE run_id = $1 AND status = 'ok'", params=[run_id]
+    ).to_arrow_table()
+    front = pareto_front(rows, metric=metric).select(list(FRONT_COLUMNS))
+    return front if limit is None else front.slice(0, limit)
+
+
+def _sql(con: duckdb.DuckDBPyConnection, sql: str, limit: int | None) -> pa.Table | None:
+    relation = con.sql(sql)
+    if relation is None:
+        return None
+    if limit is not None:
+        relation = relation.limit(limit)
+    return relation.to_arrow_table()
+
+
+def run(argv: Sequence[str] | None, out: TextIO) -> int:
+    """Parse ``argv``, run the query, write to ``out``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if args.limit is not None and args.limit < 0:
+        raise QueryError(f"--limit must be at least 0, got {args.limit}")
+    con = duckdb_connection(args.path)
+    try:
+        if args.sql is not None:
+            table = _sql(con, args.sql, args.limit)
+            if table is None:
+                return 0
+        elif args.run is not None:
+            table = _front(con, args.run, args.metric, args.limit)
+        else:
+            table = _runs(con, args.limit)
+    finally:
+        con.close()
+    columns, rows = _rows(table)
+    out.write(FORMATS[args.format](columns, rows))
+    out.flush()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; never shows a traceback for a user error."""
+    try:
+        return run(argv, sys.stdout)
+    except (QueryError, ResultsNotFound) as exc:
+        message = str(exc)
+    except duckdb.Error as exc:
+        message = "SQL error: " + " ".join(str(exc).split())
+    except BrokenPipeError:
+        # The reader (e.g. `head`) went away: not an error of ours. Point stdout at devnull so
+        # the interpreter's final flush does not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        message = f"{type(exc).__name__}: " + " ".join(str(exc).split())
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

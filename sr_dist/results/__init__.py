@@ -1,0 +1,70 @@
+"""Results: the Arrow schemas, the atomic Parquet writer, and the query helpers.
+
+See ``docs/results.md`` for the layout on disk and how to query it with pyarrow or DuckDB.
+"""
+
+from sr_dist.results.layout import partition_value
+from sr_dist.results.query import (
+    PARETO_METRICS,
+    Results,
+    ResultsNotFound,
+    agent_progress,
+    best_candidate,
+    duckdb_connection,
+    existing_candidate_ids,
+    open_results,
+    pareto_front,
+    read_run,
+    summarize_run,
+)
+from sr_dist.results.schema import (
+    CANDIDATE_SCHEMA,
+    OK_STATUS,
+    RUN_STATUSES,
+    RUNS_SCHEMA,
+    RowError,
+    RunRecord,
+    candidate_id,
+    candidate_row,
+    constants_json,
+    normalize_row,
+    utc_now,
+)
+from sr_dist.results.writer import (
+    AddResult,
+    CandidateWriter,
+    ResultsWriteError,
+    WriterStats,
+    write_run,
+)
+
+__all__ = [
+    "CANDIDATE_SCHEMA",
+    "OK_STATUS",
+    "PARETO_METRICS",
+    "RUNS_SCHEMA",
+    "RUN_STATUSES",
+    "AddResult",
+    "CandidateWriter",
+    "Results",
+    "ResultsNotFound",
+    "ResultsWriteError",
+    "RowError",
+    "RunRecord",
+    "WriterStats",
+    "agent_progress",
+    "best_candidate",
+    "candidate_id",
+    "candidate_row",
+    "constants_json",
+    "duckdb_connection",
+    "existing_candidate_ids",
+    "normalize_row",
+    "open_results",
+    "pareto_front",
+    "partition_value",
+    "read_run",
+    "summarize_run",
+    "utc_now",
+    "write_run",
+]

@@ -1,0 +1,244 @@
+"""Reading results back: pyarrow datasets, the Pareto front, DuckDB views.
+
+Readers need no help from sr-dist: ``pyarrow.dataset`` with hive partitioning or DuckDB's
+``read_parquet('<root>/candidates/**/*.parquet', hive_partitioning=true)`` both yield exactly
+``CANDIDATE_SCHEMA``. The helpers here add the explicit schemas, the empty cases, and the
+``runs`` rule (one row per run; if stray copies ever exist, the latest ``updated_at`` wins).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from sr_dist.results.layout import (
+    CANDIDATES_DIR,
+    RUNS_DIR,
+    data_files,
+    run_candidate_dirs,
+    run_file,
+)
+from sr_dist.results.schema import CANDIDATE_SCHEMA, OK_STATUS, RUNS_SCHEMA, RunRecord
+
+#: Metrics a Pareto front can be taken over (lower is better).
+PARETO_METRICS: tuple[str, ...] = ("train_nmse", "val_nmse", "test_nmse")
+
+
+class ResultsNotFound(FileNotFoundError):
+    """No results (no candidate or run files) under a path."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(f"no results under {os.fspath(path)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+    """The two tables of a results root as pyarrow datasets (a snapshot of the file list)."""
+
+    path: Path
+    candidates: ds.Dataset
+    runs: ds.Dataset
+
+
+def _has_parquet(directory: Path) -> bool:
+    if not directory.is_dir():
+        return False
+    for _, dirs, files in os.walk(directory):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        if any(f.endswith(".parquet") and not f.startswith((".", "_")) for f in files):
+            return True
+    return False
+
+
+def _hive(names: Iterable[str]) -> ds.Partitioning:
+    return ds.partitioning(pa.schema([pa.field(n, pa.string()) for n in names]), flavor="hive")
+
+
+def _table_dataset(directory: Path, schema: pa.Schema, partitions: Iterable[str]) -> ds.Dataset:
+    if not _has_parquet(directory):
+        return ds.InMemoryDataset(schema.empty_table())
+    return ds.dataset(directory, schema=schema, format="parquet", partitioning=_hive(partitions))
+
+
+def open_results(path: str | os.PathLike[str]) -> Results:
+    """The ``candidates`` and ``runs`` datasets under ``path``; ``ResultsNotFound`` if neither.
+
+    A table with no files yet is an empty dataset with its schema, so queries still work while
+    a run is starting.
+    """
+    root = Path(path)
+    cand_dir, runs_dir = root / CANDIDATES_DIR, root / RUNS_DIR
+    if not (_has_parquet(cand_dir) or _has_parquet(runs_dir)):
+        raise ResultsNotFound(path)
+    return Results(
+        path=root,
+        candidates=_table_dataset(cand_dir, CANDIDATE_SCHEMA, ("dataset", "run_id")),
+        runs=_table_dataset(runs_dir, RUNS_SCHEMA, ("run_id",)),
+    )
+
+
+# --- one run's files (used by writers resuming a run) ------------------------------------------
+
+def _run_candidates(path: str | os.PathLike[str], run_id: str, columns: list[str]) -> pa.Table:
+    files = [str(f) for d in run_candidate_dirs(path, run_id) for f in data_files(d)]
+    if not files:
+        return CANDIDATE_SCHEMA.empty_table().select(columns)
+    schema = pa.schema([CANDIDATE_SCHEMA.field(c) for c in columns])
+    return ds.dataset(files, schema=schema, format="parquet").to_table(columns=columns)
+
+
+def existing_candidate_ids(path: str | os.PathLike[str], run_id: str) -> frozenset[str]:
+    """The candidate ids of ``run_id`` already on disk (seed for a resumed run's writer)."""
+    ids = _run_candidates(path, run_id, ["candidate_id"]).column("candidate_id")
+    return frozenset(ids.to_pylist())
+
+
+def agent_progress(path: str | os.PathLike[str], run_id: str) -> dict[int, int]:
+    """The last ``step`` each agent of ``run_id`` wrote; a resumed agent continues after it.
+
+    Candidate ids are ``run:agent:step:index``, so a resumed run must not restart step numbers
+    at zero or its new candidates would collide with old ids and be dropped as duplicates.
+    """
+    table = _run_candidates(path, run_id, ["agent_id", "step"])
+    if table.num_rows == 0:
+        return {}
+    grouped = table.group_by("agent_id").aggregate([("step", "max")])
+    return dict(zip(grouped["agent_id"].to_pylist(), grouped["step_max"].to_pylist()))
+
+
+def read_run(path: str | os.PathLike[str], run_id: str) -> RunRecord | None:
+    """``run_id``'s ``runs`` row, or ``None`` if it has none yet."""
+    target = run_file(path, run_id)
+    if not target.is_file():
+        return None
+    table = ds.dataset([str(target)], schema=RUNS_SCHEMA, format="parquet").to_table()
+    rows = table.to_pylist()
+    if not rows:
+        return None
+    return RunRecord.from_row(max(rows, key=lambda r: r["updated_at"]))
+
+
+def best_candidate(table: pa.Table, metric: str = "val_nmse") -> dict[str, Any] | None:
+    """The ok candidate with the lowest ``metric`` (of ties, the least complex, then earliest).
+
+    That is the last point of the Pareto front, whose metric strictly falls with complexity.
+    """
+    front = pareto_front(table, metric=metric)
+    if front.num_rows == 0:
+        return None
+    best: dict[str, Any] = front.slice(front.num_rows - 1).to_pylist()[0]
+    return best
+
+
+def summarize_run(path: str | os.PathLike[str], run_id: str) -> tuple[int, dict[str, Any] | None]:
+    """``(candidates on disk, best candidate row)`` for ``run_id``, read from its files.
+
+    This is what an interrupted or resumed run needs to fill its ``runs`` row when the
+    in-memory tallies are gone.
+    """
+    table = _run_candidates(path, run_id, CANDIDATE_SCHEMA.names)
+    return table.num_rows, best_candidate(table)
+
+
+# --- Pareto front ------------------------------------------------------------------------------
+
+def _as_table(source: Any, run_id: str | None, metric: str) -> pa.Table:
+    wanted = (ds.field("status") == OK_STATUS) & ds.field(metric).is_valid()
+    if run_id is not None:
+        wanted = wanted & (ds.field("run_id") == run_id)
+    if isinstance(source, Results):
+        return source.candidates.to_table(filter=wanted)
+    if isinstance(source, ds.Dataset):
+        return source.to_table(filter=wanted)
+    if isinstance(source, pa.Table):
+        return ds.InMemoryDataset(source).to_table(filter=wanted)
+    if isinstance(source, (str, os.PathLike)):
+        return open_results(source).candidates.to_table(filter=wanted)
+    raise TypeError(
+        f"pareto_front expects a pyarrow Table, Dataset, Results or path, not {type(source).__name__}"
+    )
+
+
+def pareto_front(
+    table_or_path: Any, run_id: str | None = None, metric: str = "val_nmse"
+) -> pa.Table:
+    """The candidates no other candidate beats on both complexity and ``metric``.
+
+    Only ``status == "ok"`` rows with a non-null ``metric`` and complexity take part. The result
+    is sorted by complexity (ascending; the metric strictly decreases along it) and has the
+    input's columns. Of equal candidates the earliest (``created_at``, then ``candidate_id``)
+    is kept, so the front is deterministic.
+    """
+    if metric not in PARETO_METRICS:
+        raise ValueError(f"metric must be one of {PARETO_METRICS}, got {metric!r}")
+    table = _as_table(table_or_path, run_id, metric)
+    table = table.filter(pc.is_valid(table["complexity"]))
+    if table.num_rows == 0:
+        return table
+    keys = [("complexity", "ascending"), (metric, "ascending")]
+    keys += [(k, "ascending") for k in ("created_at", "candidate_id") if k in table.column_names]
+    table = table.take(pc.sort_indices(table, sort_keys=keys))
+    complexities = table["complexity"].to_pylist()
+    scores = table[metric].to_pylist()
+    keep: list[int] = []
+    best = float("inf")
+    last_complexity: int | None = None
+    for i, (complexity, score) in enumerate(zip(complexities, scores)):
+        if complexity == last_complexity:
+            continue  # the first row of each complexity is its best
+        last_complexity = complexity
+        if score < best:
+            keep.append(i)
+            best = score
+    return table.take(pa.array(keep, type=pa.int64()))
+
+
+# --- DuckDB ------------------------------------------------------------------------------------
+
+_GLOB_CHARS = frozenset("*?[]{}")
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _select_list(schema: pa.Schema) -> str:
+    return ", ".join(f'"{name}"' for name in schema.names)
+
+
+def _source(con: duckdb.DuckDBPyConnection, name: str, directory: Path, dataset: ds.Dataset,
+            schema: pa.Schema) -> str:
+    """A FROM clause for one table: DuckDB's own Parquet reader where it can glob the path."""
+    if isinstance(dataset, ds.InMemoryDataset) or _GLOB_CHARS & set(str(directory)):
+        # Nothing on disk yet (an empty, typed table) or a path DuckDB would take as a glob.
+        con.register(f"_sr_dist_{name}", dataset)
+        return f"_sr_dist_{name}"
+    glob = _sql_str(str(directory.resolve() / "**" / "*.parquet"))
+    return f"read_parquet({glob}, hive_partitioning=true, union_by_name=true)"
+
+
+def duckdb_connection(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with views ``candidates`` and ``runs`` over ``path``.
+
+    The views read the files at query time, so rows flushed later show up; ``runs`` holds one
+    row per run (the latest ``updated_at``). ``ResultsNotFound`` if ``path`` holds no results.
+    """
+    results = open_results(path)
+    con = duckdb.connect()
+    root = results.path
+    cand = _source(con, "candidates", root / CANDIDATES_DIR, results.candidates, CANDIDATE_SCHEMA)
+    runs = _source(con, "runs", root / RUNS_DIR, results.runs, RUNS_SCHEMA)
+    con.execute(f"CREATE VIEW candidates AS SELECT {_select_list(CANDIDATE_SCHEMA)} FROM {cand}")
+    con.execute(
+        f"CREATE VIEW runs AS SELECT {_select_list(RUNS_SCHEMA)} FROM {runs} "
+        "QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY updated_at DESC) = 1"
+    )
+    return con
