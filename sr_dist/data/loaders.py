@@ -1,0 +1,338 @@
+"""``load_dataset``: Feynman equations sampled on the fly, or CSV / Parquet tables read with pyarrow.
+
+Every path ends in the same checks and the same :class:`Dataset` value, so downstream code never
+sees NaN targets, string columns or feature names the formula language cannot spell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..formula import NAMED_NUMBERS, evaluate_numpy, is_identifier, parse_formula
+from .dataset import (
+    DEFAULT_SPLIT,
+    MIN_ROWS,
+    Dataset,
+    DatasetError,
+    check_split,
+    content_hash,
+    freeze,
+    make_splits,
+)
+from .feynman import FeynmanEquation, feynman_equation
+
+#: Rows sampled for a Feynman equation when ``n`` is not given.
+DEFAULT_FEYNMAN_N = 10_000
+#: Source schemes ``load_dataset`` understands.
+SCHEMES = ("feynman:", "csv:", "parquet:")
+
+
+def load_dataset(
+    source: str,
+    n: int | None = None,
+    seed: int = 0,
+    noise: float = 0.0,
+    target: str | None = None,
+    split: Sequence[float] = DEFAULT_SPLIT,
+) -> Dataset:
+    """Load a dataset; raises :class:`DatasetError` with a fixable message on bad input.
+
+    - ``feynman:<Filename>``: ``n`` rows (default 10,000) sampled uniformly in each variable's
+      range with ``np.random.default_rng(seed)``; ``y`` is the ground truth evaluated in float64.
+    - ``csv:<path>`` / ``parquet:<path>`` (or a plain path ending ``.csv`` / ``.parquet``): a
+      numeric table; ``target`` names the output column (default: the last column). ``n``, if
+      given, caps the rows: a seeded random subset of that many rows is kept, in file order.
+    - ``noise``: ``y += noise * std(y) * N(0, 1)``, drawn from the seeded generator.
+    - ``split``: (train, val, test) fractions of a seeded random partition of the rows.
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise DatasetError(f"a dataset source must be a non-empty string, got {source!r}")
+    fractions = check_split(tuple(split))  # type: ignore[arg-type]
+    seed = _check_seed(seed)
+    noise = _check_noise(noise)
+    if n is not None:
+        n = _check_n(n)
+    scheme, _, rest = source.partition(":")
+    if scheme == "feynman" and rest:
+        return _load_feynman(source, rest.strip(), n, seed, noise, target, fractions)
+    if scheme in ("csv", "parquet") and rest:
+        return _load_table(source, scheme, rest, n, seed, noise, target, fractions)
+    lowered = source.lower()
+    if lowered.endswith(".csv"):
+        return _load_table(source, "csv", source, n, seed, noise, target, fractions)
+    if lowered.endswith(".parquet"):
+        return _load_table(source, "parquet", source, n, seed, noise, target, fractions)
+    raise DatasetError(
+        f"unknown dataset source {source!r}; use one of {', '.join(SCHEMES)} "
+        "(e.g. 'feynman:I.6.2', 'csv:data.csv', 'parquet:data.parquet') "
+        "or a path ending in .csv or .parquet"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# argument checks
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DatasetError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _check_noise(noise: float) -> float:
+    try:
+        value = float(noise)
+    except (TypeError, ValueError):
+        raise DatasetError(f"noise must be a number, got {noise!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise DatasetError(f"noise must be a finite number >= 0, got {noise!r}")
+    return value
+
+
+def _check_n(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise DatasetError(f"n must be an integer, got {n!r}")
+    if n < MIN_ROWS:
+        raise DatasetError(f"n={n} gives fewer than {MIN_ROWS} rows; at least {MIN_ROWS} needed")
+    return int(n)
+
+
+# --------------------------------------------------------------------------------------------
+# shared assembly
+
+
+def _noise_phrase(noise: float) -> str:
+    if noise == 0:
+        return "no noise was added"
+    return f"Gaussian noise with standard deviation {noise:g} x std(y) was added to the target"
+
+
+def _split_phrase(fractions: tuple[float, float, float], seed: int) -> str:
+    pct = "/".join(f"{100 * f:g}" for f in fractions)
+    return f"rows are split {pct} into train/validation/test (seed {seed})"
+
+
+def _assemble(
+    *, name: str, source: str, features: tuple[str, ...], target: str, X: np.ndarray,
+    y: np.ndarray, fractions: tuple[float, float, float], seed: int, noise: float,
+    ground_truth: str | None, description: str,
+) -> Dataset:
+    X = freeze(X)
+    y = freeze(y)
+    splits = make_splits(X.shape[0], fractions, seed)
+    return Dataset(
+        name=name,
+        source=source,
+        feature_names=features,
+        target_name=target,
+        X=X,
+        y=y,
+        splits=splits,
+        ground_truth=ground_truth,
+        description=description,
+        content_hash=content_hash(features, target, X, y, splits),
+        seed=seed,
+        noise=noise,
+    )
+
+
+def _add_noise(y: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
+    if noise == 0:
+        return y
+    return y + noise * float(np.std(y)) * rng.standard_normal(y.shape[0])
+
+
+# --------------------------------------------------------------------------------------------
+# Feynman
+
+
+def _load_feynman(
+    source: str, key: str, n: int | None, seed: int, noise: float, target: str | None,
+    fractions: tuple[float, float, float],
+) -> Dataset:
+    try:
+        eq = feynman_equation(key)
+    except KeyError as exc:
+        raise DatasetError(exc.args[0]) from None
+    if target is not None and target != eq.output:
+        raise DatasetError(
+            f"Feynman equation {eq.filename} has the target {eq.output!r}; "
+            f"target={target!r} does not apply"
+        )
+    rows = DEFAULT_FEYNMAN_N if n is None else n
+    X, y = sample_feynman(eq, rows, np.random.default_rng(seed), noise)
+    ranges = ", ".join(f"{v.name} in [{v.low:g}, {v.high:g}]" for v in eq.variables)
+    description = (
+        f"Feynman benchmark equation {eq.filename} (AI Feynman table, number {eq.number}): "
+        f"predict the physical quantity '{eq.output}' from {len(eq.variables)} "
+        f"variable{'s' if len(eq.variables) != 1 else ''}, each sampled uniformly at random "
+        f"in its range: {ranges}. There are {rows} rows; {_noise_phrase(noise)}; "
+        f"{_split_phrase(fractions, seed)}."
+    )
+    return _assemble(
+        name=f"feynman:{eq.filename}", source=source, features=eq.variable_names,
+        target=eq.output, X=X, y=y, fractions=fractions, seed=seed, noise=noise,
+        ground_truth=eq.formula, description=description,
+    )
+
+
+def sample_feynman(
+    eq: FeynmanEquation, n: int, rng: np.random.Generator, noise: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sample ``n`` rows of an equation: X uniform in the ranges, y from the ground truth."""
+    names = eq.variable_names
+    X = np.empty((n, len(names)), dtype=np.float64)
+    for j, var in enumerate(eq.variables):
+        X[:, j] = rng.uniform(var.low, var.high, size=n)
+    formula = parse_formula(eq.formula, names)
+    y = evaluate_numpy(formula, X, names)
+    bad = ~np.isfinite(y)
+    if bad.any():
+        raise DatasetError(
+            f"Feynman equation {eq.filename} gave {int(bad.sum())} non-finite values "
+            f"on its sampled ranges (first at row {int(np.argmax(bad))})"
+        )
+    return X, _add_noise(y, noise, rng)
+
+
+# --------------------------------------------------------------------------------------------
+# CSV / Parquet
+
+
+def _read_arrow(scheme: str, path_text: str):  # -> pyarrow.Table
+    import pyarrow as pa
+
+    path = Path(path_text).expanduser()
+    if not path.exists():
+        raise DatasetError(f"no such file: {path}")
+    if scheme == "csv":
+        import pyarrow.csv as pacsv
+
+        if path.is_dir():
+            raise DatasetError(f"{path} is a directory, not a CSV file")
+        if path.stat().st_size == 0:
+            raise DatasetError(f"{path} is empty")
+        try:
+            return pacsv.read_csv(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            message = str(exc)
+            if "Empty CSV file" in message:
+                raise DatasetError(f"{path} is empty") from None
+            raise DatasetError(f"cannot read CSV file {path}: {message}") from None
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DatasetError(f"cannot read Parquet file {path}: {exc}") from None
+
+
+def _first_non_numeric(column) -> str:  # column: pyarrow.ChunkedArray
+    for row, value in enumerate(column.to_pylist()):
+        if value is None:
+            continue
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return f"; e.g. {value!r} in row {row}"
+    return ""
+
+
+def _numeric_column(table, name: str) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = table.column(name)
+    kind = column.type
+    if pa.types.is_null(kind):
+        raise DatasetError(f"column {name!r} has no values")
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
+        hint = _first_non_numeric(column) if pa.types.is_string(kind) or \
+            pa.types.is_large_string(kind) else ""
+        raise DatasetError(f"column {name!r} is not numeric (type {kind}){hint}")
+    return np.asarray(pc.cast(column, pa.float64()).to_numpy(), dtype=np.float64)
+
+
+def _non_finite(values: np.ndarray) -> tuple[int, int]:
+    bad = ~np.isfinite(values)
+    return int(bad.sum()), int(np.argmax(bad)) if bad.any() else -1
+
+
+def _load_table(
+    source: str, scheme: str, path_text: str, n: int | None, seed: int, noise: float,
+    target: str | None, fractions: tuple[float, float, float],
+) -> Dataset:
+    table = _read_arrow(scheme, path_text)
+    columns = list(table.column_names)
+    if not columns:
+        raise DatasetError(f"{path_text} has no columns")
+    duplicates = sorted({c for c in columns if columns.count(c) > 1})
+    if duplicates:
+        raise DatasetError(f"{path_text} has duplicate column names: {', '.join(duplicates)}")
+    target_name = columns[-1] if target is None else target
+    if target_name not in columns:
+        raise DatasetError(
+            f"target column {target_name!r} not found; columns are: {', '.join(columns)}"
+        )
+    features = tuple(c for c in columns if c != target_name)
+    if not features:
+        raise DatasetError(f"{path_text} has only the target column {target_name!r}; "
+                           "at least one feature column is needed")
+    for name in features:
+        if not is_identifier(name) or name in NAMED_NUMBERS:
+            raise DatasetError(
+                f"column name {name!r} cannot be a formula variable: use ASCII letters, "
+                "digits and '_' (not starting with a digit, not a function name, not 'pi' or "
+                "'e'); rename the column"
+            )
+    rows = table.num_rows
+    if rows < MIN_ROWS:
+        raise DatasetError(f"{path_text} has {rows} rows; at least {MIN_ROWS} are needed")
+    y = _numeric_column(table, target_name)
+    count, first = _non_finite(y)
+    if count:
+        raise DatasetError(
+            f"target column {target_name!r} has {count} missing or non-finite value"
+            f"{'s' if count != 1 else ''} (first at row {first})"
+        )
+    X = np.empty((rows, len(features)), dtype=np.float64)
+    for j, name in enumerate(features):
+        X[:, j] = _numeric_column(table, name)
+        count, first = _non_finite(X[:, j])
+        if count:
+            raise DatasetError(
+                f"feature column {name!r} has {count} missing or non-finite value"
+                f"{'s' if count != 1 else ''} (first at row {first})"
+            )
+    if np.all(y == y[0]):
+        raise DatasetError(f"target is constant ({target_name!r} is always {y[0]:g})")
+    subsampled = ""
+    if n is not None and n < rows:
+        keep = np.sort(np.random.default_rng([seed, 2]).choice(rows, size=n, replace=False))
+        X, y = X[keep], y[keep]
+        subsampled = f" (a seeded random subset of the file's {rows} rows)"
+        if np.all(y == y[0]):
+            raise DatasetError(f"target is constant in the {n} sampled rows")
+    y = _add_noise(y, noise, np.random.default_rng(seed))
+    listed = features if len(features) <= 30 else features[:30]
+    ranges = ", ".join(
+        f"{name} (observed range [{X[:, j].min():g}, {X[:, j].max():g}])"
+        for j, name in enumerate(listed)
+    )
+    if len(features) > len(listed):
+        ranges += f", and {len(features) - len(listed)} more"
+    description = (
+        f"Tabular dataset from {Path(path_text).name} ({scheme}): predict the target "
+        f"'{target_name}' from {len(features)} variable{'s' if len(features) != 1 else ''}: "
+        f"{ranges}. There are {X.shape[0]} rows{subsampled}; {_noise_phrase(noise)}; "
+        f"{_split_phrase(fractions, seed)}."
+    )
+    return _assemble(
+        name=f"{scheme}:{path_text}", source=source, features=features, target=target_name,
+        X=X, y=y, fractions=fractions, seed=seed, noise=noise, ground_truth=None,
+        description=description,
+    )
