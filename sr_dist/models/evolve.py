@@ -1,0 +1,158 @@
+"""``evolve``: the built-in offline proposer, a symbolic-regression search behind the model protocol.
+
+It answers each turn the way a tool-calling LLM would: it reads the structured results of earlier
+``evaluate_formulas`` calls from ``context.tool_history`` and replies with one new
+``evaluate_formulas`` call (a batch of candidates), or with ``submit_formula`` once it has
+converged. Its whole state is derived from the context, and its random numbers are seeded from
+``(seed, number of tool calls so far)``, so a fresh instance given the same context proposes the
+same batch: replays are exact and an agent can be restarted.
+
+What it reads from ``context.info``: ``variables`` (the dataset's variable names, unless given
+to the constructor), ``seed`` (unless given), and optionally ``sample`` =
+``{"X": [[...], ...], "y": [...]}``, training rows used for data-driven seeding (power-law
+fit, sparse sums). Without a sample the search still runs, from data-free seeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import fields
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from sr_dist.context import Context
+from sr_dist.formula import Node
+from sr_dist.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
+from sr_dist.evolve.search import Proposal, SearchConfig, propose
+from sr_dist.evolve.seeding import Sample, sample_from_info, seed_library
+from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
+
+__all__ = ["EvolveModel", "build_evolve"]
+
+#: Config keys every model config may carry that mean nothing to evolve.
+_GENERIC_KEYS = frozenset({"provider", "tool_mode", "record_path", "name", "model", "replay_path"})
+_SEARCH_KEYS = frozenset(f.name for f in fields(SearchConfig))
+
+
+def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str] | None:
+    if tools is None:
+        return None
+    names: set[str] = set()
+    for tool in tools:
+        if not isinstance(tool, Mapping):
+            continue
+        fn = tool.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+        if isinstance(name, str):
+            names.add(name)
+    return frozenset(names)
+
+
+class EvolveModel:
+    """The offline proposer; see the module docstring. Thread-compatible, not shared-mutable:
+    the only instance state besides configuration is a memo of seed libraries."""
+
+    name = "evolve"
+    tool_mode = "native"
+
+    def __init__(
+        self,
+        variables: Sequence[str] | None = None,
+        seed: int | None = 0,
+        batch_size: int = 32,
+        **options: Any,
+    ) -> None:
+        unknown = set(options) - _SEARCH_KEYS
+        if unknown:
+            raise ModelConfigError(f"unknown evolve option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(_SEARCH_KEYS))}")
+        try:
+            self.config = SearchConfig(batch_size=int(batch_size), **options)
+        except (TypeError, ValueError) as exc:
+            raise ModelConfigError(f"invalid evolve options: {exc}") from exc
+        if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ModelConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        self.variables = tuple(variables) if variables is not None else None
+        self.seed = None if seed is None else int(seed)
+        self._libraries: dict[str, tuple[Node, ...]] = {}
+
+    # ------------------------------------------------------------------ protocol
+
+    def call(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
+        variables = self._variables(context)
+        available = _tool_names(tools)
+        if available is not None and EVALUATE_TOOL not in available:
+            raise ModelError(f"evolve needs the {EVALUATE_TOOL!r} tool; offered: {sorted(available)}", kind="config")
+        history = read_history(context.tool_history, variables)
+        sample = sample_from_info(context.info, variables)
+        rng = np.random.default_rng([self._seed(context), history.calls])
+        proposal = propose(history, variables, self._library(variables, sample), self.config, rng)
+        return self._respond(proposal, history, available)
+
+    async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
+        return await asyncio.to_thread(self.call, context, tools)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _variables(self, context: Context) -> tuple[str, ...]:
+        if self.variables is not None:
+            return self.variables
+        names = context.info.get("variables") if isinstance(context.info, Mapping) else None
+        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
+            raise ModelError("evolve needs the dataset's variable names in context.info['variables']", kind="config")
+        return tuple(names)
+
+    def _seed(self, context: Context) -> int:
+        if self.seed is not None:
+            return self.seed
+        seed = context.info.get("seed", 0) if isinstance(context.info, Mapping) else 0
+        return int(seed) if isinstance(seed, (int, np.integer)) and seed >= 0 else 0
+
+    def _library(self, variables: tuple[str, ...], sample: Sample | None) -> tuple[Node, ...]:
+        digest = hashlib.sha256(json.dumps(variables).encode())
+        if sample is not None:
+            digest.update(np.ascontiguousarray(sample.X).tobytes())
+            digest.update(np.ascontiguousarray(sample.y).tobytes())
+        key = digest.hexdigest()
+        if key not in self._libraries:
+            self._libraries[key] = tuple(seed_library(variables, sample))
+        return self._libraries[key]
+
+    def _respond(self, proposal: Proposal, history: History, available: frozenset[str] | None) -> ModelResponse:
+        call_id = f"evolve-{history.calls}"
+        can_submit = available is None or SUBMIT_TOOL in available
+        if proposal.submit is not None and can_submit:
+            best = proposal.submit
+            rationale = f"{proposal.reason}; complexity {best.complexity}, after {history.generations} generations"
+            args = {"expression": best.expression, "rationale": rationale}
+            return self._calls(SUBMIT_TOOL, args, call_id, f"Submitting {best.expression} ({proposal.reason}).")
+        if proposal.expressions:
+            text = (f"Generation {history.generations}: proposing {len(proposal.expressions)} candidates"
+                    + (f"; best so far {history.best.expression} (NMSE {history.best.nmse:.3g})." if history.best else "."))
+            return self._calls(EVALUATE_TOOL, {"expressions": list(proposal.expressions)}, call_id, text)
+        return ModelResponse(text="The search has nothing new to propose.", finish_reason="stop")
+
+    @staticmethod
+    def _calls(tool: str, arguments: Mapping[str, Any], call_id: str, text: str) -> ModelResponse:
+        payload = json.dumps(arguments)
+        call = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": payload}}
+        return ModelResponse(text=text, tool_calls=(call,), usage=Usage(), finish_reason="tool_calls")
+
+
+def build_evolve(cfg: Mapping[str, Any]) -> EvolveModel:
+    """Build from a config mapping: ``batch_size``, ``seed``, ``variables`` and any
+    :class:`~sr_dist.evolve.search.SearchConfig` field; generic model keys are ignored."""
+    options = {str(k): cfg[k] for k in cfg}
+    mode = options.get("tool_mode")
+    if mode not in (None, "native"):
+        raise ModelConfigError(f"evolve speaks native tool calls only, not tool_mode={mode!r}")
+    for key in _GENERIC_KEYS:
+        options.pop(key, None)
+    variables = options.pop("variables", None)
+    if variables is not None:
+        variables = [str(v) for v in variables]
+    seed = options.pop("seed", 0)
+    batch_size = options.pop("batch_size", 32)
+    return EvolveModel(variables=variables, seed=seed, batch_size=batch_size, **options)

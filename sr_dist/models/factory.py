@@ -1,0 +1,80 @@
+"""``build_model(cfg)``: one config mapping in, one ready model out, or a clear config error.
+
+The Hydra ``model`` group gives a mapping with ``provider`` and that provider's options;
+presets such as ``deepseek`` or ``ollama`` are ``provider: openai`` with the endpoint filled in.
+``record_path`` on any provider wraps the model in a :class:`RecordingModel`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from typing import Any, Callable, Mapping
+
+from sr_dist.models.base import ModelConfigError, ModelProtocol
+from sr_dist.models.options import as_plain_dict, opt_str
+
+__all__ = ["PROVIDERS", "build_model"]
+
+#: The providers :func:`build_model` knows.
+PROVIDERS = ("openai", "anthropic", "replay", "evolve")
+
+
+def _build_evolve(cfg: dict[str, Any]) -> ModelProtocol:
+    try:
+        module = importlib.import_module("sr_dist.models.evolve")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("sr_dist.models.evolve",):
+            raise
+        raise ModelConfigError("the evolve provider is not available: module sr_dist.models.evolve is missing") from None
+    build = getattr(module, "build_evolve", None)
+    if not callable(build):
+        raise ModelConfigError("the evolve provider is not available: sr_dist.models.evolve has no build_evolve(cfg)")
+    return build(cfg)
+
+
+def build_model(
+    cfg: Mapping[str, Any] | Any,
+    *,
+    getenv: Callable[[str], str | None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ModelProtocol:
+    """Build the model a config describes.
+
+    ``cfg`` is a dict or an OmegaConf ``DictConfig`` with ``provider`` in :data:`PROVIDERS`.
+    ``getenv`` (default ``os.environ.get``) is where API keys and ``SR_DIST_REPLAY`` are read;
+    ``sleep`` is what retries wait with (both are for embedding and tests). Raises
+    :class:`ModelConfigError` for anything that would make every call fail.
+    """
+    options = as_plain_dict(cfg)
+    provider = options.get("provider")
+    if provider not in PROVIDERS:
+        raise ModelConfigError(f"unknown model.provider {provider!r}; known providers: {', '.join(PROVIDERS)}")
+    record_path = opt_str(options, "record_path")
+    env = getenv or os.environ.get
+
+    model: ModelProtocol
+    if provider == "openai":
+        from sr_dist.models.openai_compat import OpenAICompatModel
+
+        model = OpenAICompatModel.from_config(options, getenv=env, sleep=sleep)
+    elif provider == "anthropic":
+        from sr_dist.models.anthropic_model import AnthropicModel
+
+        model = AnthropicModel.from_config(options, getenv=env, sleep=sleep)
+    elif provider == "replay":
+        from sr_dist.models.replay import ReplayModel
+
+        replay = ReplayModel.from_config(options, getenv=env)
+        if record_path and os.path.realpath(os.path.expanduser(record_path)) == os.path.realpath(os.path.expanduser(replay.source)):
+            raise ModelConfigError("model.record_path is the transcript being replayed; recording would erase it")
+        model = replay
+    else:
+        model = _build_evolve({k: v for k, v in options.items() if k != "record_path"})
+
+    if record_path:
+        from sr_dist.models.replay import RecordingModel
+
+        model = RecordingModel(model, record_path)
+    return model

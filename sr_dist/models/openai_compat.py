@@ -1,0 +1,208 @@
+"""The ``openai`` provider: the official SDK against any OpenAI-compatible chat endpoint.
+
+OpenAI, DeepSeek, Qwen (DashScope compatible mode), OpenRouter, Ollama, vLLM and llama.cpp's
+server all speak this API; the presets in ``conf/model/`` differ only in ``base_url``, ``model``,
+``api_key_env`` and ``tool_mode``. The SDK's own retries are off: :mod:`sr_dist.models.retry`
+owns retrying so every provider behaves the same. Responses are read from the raw JSON (not
+the SDK's typed objects) so that lenient servers, which bend the schema, still parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from sr_dist.context import Context
+from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
+from sr_dist.models.options import (
+    COMMON_KEYS,
+    check_keys,
+    opt_float,
+    opt_int,
+    opt_str,
+    req_str,
+    resolve_api_key,
+    retry_policy,
+    tool_mode,
+)
+from sr_dist.models.remote import RemoteModel, error_from_sdk, scrub, server_message
+from sr_dist.models.retry import RetryPolicy, classify_status
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "OpenAICompatModel",
+    "OpenAIConfig",
+    "build_chat_request",
+    "normalize_tool_call",
+    "parse_chat_completion",
+]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIConfig:
+    """Checked options of the ``openai`` provider (the API key is not one of them)."""
+
+    model: str
+    base_url: str = DEFAULT_BASE_URL
+    tool_mode: str = "native"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    retry: RetryPolicy = RetryPolicy()
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping[str, Any]) -> "OpenAIConfig":
+        check_keys(cfg, COMMON_KEYS, "openai")
+        timeout = opt_float(cfg, "timeout_s", 120.0, positive=True)
+        assert timeout is not None
+        return cls(
+            model=req_str(cfg, "model"),
+            base_url=(opt_str(cfg, "base_url") or DEFAULT_BASE_URL).rstrip("/"),
+            tool_mode=tool_mode(cfg),
+            temperature=opt_float(cfg, "temperature", minimum=0.0),
+            max_tokens=opt_int(cfg, "max_tokens", minimum=1),
+            timeout_s=timeout,
+            retry=retry_policy(cfg),
+        )
+
+
+def build_chat_request(
+    config: OpenAIConfig, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+) -> dict[str, Any]:
+    """The JSON body of one chat completions request.
+
+    Tools (with ``tool_choice: "auto"``) go out only in ``native`` mode and only when there are
+    some; in ``json``/``text`` mode the agent has described them in the system prompt.
+    """
+    body: dict[str, Any] = {"model": config.model, "messages": [dict(m) for m in messages]}
+    if config.tool_mode == "native" and tools:
+        body["tools"] = [dict(t) for t in tools]
+        body["tool_choice"] = "auto"
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        body["max_tokens"] = config.max_tokens
+    return body
+
+
+def normalize_tool_call(call: Any, index: int) -> dict[str, Any]:
+    """One provider tool call as ``{"id", "type": "function", "function": {"name", "arguments"}}``.
+
+    ``arguments`` stays the string the model wrote, unvalidated; servers that send an object
+    instead get it serialised, and a missing one reads as ``"{}"`` (a call without arguments).
+    """
+    call = call if isinstance(call, Mapping) else {}
+    fn = call.get("function")
+    fn = fn if isinstance(fn, Mapping) else {}
+    name = fn.get("name")
+    args = fn.get("arguments")
+    if args is None:
+        args = "{}"
+    elif not isinstance(args, str):
+        args = json.dumps(args)
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = f"call_{index}_{uuid.uuid4().hex[:12]}"
+    return {"id": call_id, "type": "function", "function": {"name": name if isinstance(name, str) else "", "arguments": args}}
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts, as a few servers send
+        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""
+
+
+def parse_chat_completion(body: Any) -> ModelResponse:
+    """A chat completion JSON body as a :class:`ModelResponse`; unusable bodies raise :class:`ModelError`."""
+    if not isinstance(body, Mapping):
+        raise ModelError(f"openai: the reply is not a JSON object: {str(body)[:200]!r}", kind="bad_response")
+    choices = body.get("choices")
+    if not choices and body.get("error") is not None:
+        # Some gateways (OpenRouter) report upstream failures as an error object in a 200 reply.
+        err = body["error"]
+        code = err.get("code") if isinstance(err, Mapping) else None
+        status = code if isinstance(code, int) and 400 <= code < 600 else None
+        kind, retryable = classify_status(status) if status else ("server_error", True)
+        raise ModelError(f"openai: error in reply: {server_message(body) or err}", kind=kind, status=status, retryable=retryable)
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise ModelError("openai: the reply has no choices", kind="bad_response")
+    choice = choices[0]
+    message = choice.get("message")
+    message = message if isinstance(message, Mapping) else {}
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raw_calls = [raw_calls]
+    calls = [normalize_tool_call(c, i) for i, c in enumerate(raw_calls)]
+    finish = choice.get("finish_reason")
+    legacy = message.get("function_call")
+    if not calls and isinstance(legacy, Mapping):  # the pre-tools function-calling format
+        calls = [normalize_tool_call({"function": legacy}, 0)]
+        finish = "tool_calls" if finish == "function_call" else finish
+    usage = body.get("usage")
+    return ModelResponse(
+        text=_content_text(message.get("content")),
+        tool_calls=tuple(calls),
+        usage=Usage.from_dict(usage if isinstance(usage, Mapping) else None),
+        finish_reason=finish if isinstance(finish, str) else None,
+        raw=dict(body),
+    )
+
+
+class OpenAICompatModel(RemoteModel):
+    """An OpenAI-compatible chat endpoint behind :class:`~sr_dist.models.base.ModelProtocol`."""
+
+    def __init__(self, config: OpenAIConfig, api_key: str, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - openai is a core dependency
+            raise ModelConfigError("the openai provider needs the 'openai' package (pip install sr-dist)") from exc
+        super().__init__(name=f"openai:{config.model}", tool_mode=config.tool_mode, policy=config.retry, sleep=sleep)
+        self.config = config
+        self._sdk = openai
+        self._secret = api_key
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0
+        )
+
+    @classmethod
+    def from_config(
+        cls, cfg: Mapping[str, Any], *, getenv: Callable[[str], str | None] | None = None, sleep: Callable[[float], None] = time.sleep
+    ) -> "OpenAICompatModel":
+        config = OpenAIConfig.from_mapping(cfg)
+        key = resolve_api_key(cfg, getenv=getenv or os.environ.get, default_env="OPENAI_API_KEY")
+        return cls(config, key, sleep=sleep)
+
+    def _prepare(self, context: Context, tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+        return build_chat_request(self.config, context.messages_for_model(), tools)
+
+    def _send(self, request: dict[str, Any]) -> ModelResponse:
+        try:
+            reply = self._client.chat.completions.with_raw_response.create(**request)
+            body = json.loads(reply.http_response.content)
+        except self._sdk.OpenAIError as exc:
+            raise self._error(exc) from None
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"openai: the reply is not JSON ({exc})", kind="bad_response") from None
+        except (TypeError, ValueError) as exc:  # e.g. a message that cannot be serialised
+            raise ModelError(scrub(f"openai: cannot send the request: {exc}", self._secret), kind="bad_request") from None
+        return parse_chat_completion(body)
+
+    def _error(self, exc: BaseException) -> ModelError:
+        return error_from_sdk(
+            exc, self._sdk, provider=self.name, secret=self._secret, base_url=self.config.base_url, timeout_s=self.config.timeout_s
+        )
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatModel(name={self.name!r}, base_url={self.config.base_url!r}, tool_mode={self.tool_mode!r})"

@@ -1,0 +1,1 @@
+"""Reusable test helpers: real local servers the suites talk to."""
