@@ -1,0 +1,237 @@
+"""The tool-call parser contract: tools out to the model, calls in, results back.
+
+A parser is the only part of the agent loop that knows how a model writes tool calls (native
+function calling, JSON, or text). It turns a reply into normalized :class:`ToolCall` values and
+turns :class:`ToolCallResult` values into the next turn's messages, so the loop, the tools and
+the recorder never see the wire format.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
+
+from sr_dist.parsers._support import MAX_TEXT_CHARS, assign_ids
+from sr_dist.tools.types import ToolCall, ToolCallResult, ToolSpec
+
+__all__ = [
+    "BaseParser",
+    "PromptedParser",
+    "ParseResult",
+    "SpecLike",
+    "normalize_spec",
+    "call_ids",
+    "failure_text",
+]
+
+#: What ``format_tools`` accepts: a ``ToolSpec``, or a dict with ``name``/``description``/``parameters``
+#: (OpenAI's ``{"type": "function", "function": {...}}`` wrapper is unwrapped too).
+SpecLike = ToolSpec | Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """Calls read from one model reply, in order, and the problems to report back to the model.
+
+    ``errors`` are complete sentences addressed to the model: what was wrong, and the syntax
+    that would have worked. An empty result (no calls, no errors) means the reply was prose.
+    """
+
+    calls: tuple[ToolCall, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing in the reply needs reporting back."""
+        return not self.errors
+
+
+def normalize_spec(spec: SpecLike) -> ToolSpec:
+    """Accept a ``ToolSpec`` or a plain dict and return a ``ToolSpec``; raise ``ValueError`` if unusable."""
+    if isinstance(spec, ToolSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        body: Mapping[str, Any] = spec
+        if isinstance(spec.get("function"), Mapping) and "name" not in spec:
+            body = spec["function"]
+        name = body.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"tool spec needs a non-empty string 'name': {dict(body)!r:.200}")
+        description = body.get("description") or ""
+        parameters = body.get("parameters")
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}}
+        if not isinstance(description, str) or not isinstance(parameters, Mapping):
+            raise ValueError(f"tool spec {name!r}: 'description' must be a string and 'parameters' an object")
+        return ToolSpec(name=name, description=description, parameters=parameters)
+    raise TypeError(f"expected a ToolSpec or a dict, got {type(spec).__name__}")
+
+
+def call_ids(calls: Sequence[ToolCall]) -> list[str]:
+    """The id each call is answered under: its own, or ``call_<position>`` (what ``parse`` assigns)."""
+    return [c.id or "" for c in assign_ids(calls)]
+
+
+def failure_text(result: ToolCallResult) -> str:
+    """``ERROR (<error_kind>): <reason>`` for a failed result, so the model cannot mistake it for data."""
+    kind = result.meta_data.get("error_kind") or "tool_error"
+    reason = result.result_str.strip() or "the tool failed without giving a reason"
+    return f"ERROR ({kind}): {reason}"
+
+
+class BaseParser(ABC):
+    """One wire format for tool calls. Subclasses implement :meth:`_parse` and :meth:`format_tools`.
+
+    Parsers hold no state between calls, so one instance may serve many agents and threads,
+    and they pickle cleanly into Ray actors.
+    """
+
+    #: The name ``get_parser`` knows this parser by.
+    name: ClassVar[str]
+
+    @abstractmethod
+    def format_tools(self, specs: Iterable[SpecLike]) -> str:
+        """Prompt text telling the model which tools exist and how to call them."""
+
+    @abstractmethod
+    def _parse(self, text: str, native_calls: Sequence[Any] | None) -> ParseResult:
+        """Read one reply. May raise on a bug; :meth:`parse` turns that into an error."""
+
+    @abstractmethod
+    def result_messages(
+        self,
+        calls: Sequence[ToolCall],
+        results: Sequence[ToolCallResult],
+        *,
+        errors: Sequence[str] = (),
+    ) -> list[dict[str, Any]]:
+        """Chat messages that report each call's result (and any parse ``errors``) to the model."""
+
+    def parse(self, text: Any, native_calls: Sequence[Any] | None = None) -> ParseResult:
+        """Read the tool calls in a model reply. Never raises, whatever ``text`` holds.
+
+        ``native_calls`` are the provider's structured tool calls, if any (OpenAI chat format
+        dicts or SDK objects). Calls without an id get ``call_0``, ``call_1``, ... by position.
+        """
+        try:
+            if text is None:
+                text = ""
+            elif isinstance(text, (bytes, bytearray)):
+                text = bytes(text).decode("utf-8", errors="replace")
+            elif not isinstance(text, str):
+                return ParseResult(errors=(f"Internal error: the reply text has type {type(text).__name__}, not str; it was not read.",))
+            if len(text) > MAX_TEXT_CHARS:
+                return ParseResult(
+                    errors=(
+                        f"Your reply was {len(text)} characters long, over the limit of {MAX_TEXT_CHARS}; "
+                        "it was not read. Send shorter replies with one or a few tool calls.",
+                    )
+                )
+            result = self._parse(text, native_calls)
+            return ParseResult(calls=assign_ids(result.calls), errors=tuple(result.errors))
+        except Exception as exc:  # the last line of defence: parse must never raise
+            return ParseResult(
+                errors=(
+                    "Your reply could not be read because of an internal parser error "
+                    f"({type(exc).__name__}); please send the tool call again, simply formatted.",
+                )
+            )
+
+    def assistant_message(self, text: str | None, calls: Sequence[ToolCall]) -> dict[str, Any]:
+        """The assistant turn to keep in history. Prompted formats keep the text as written."""
+        return {"role": "assistant", "content": text or ""}
+
+    def errors_message(self, errors: Sequence[str]) -> dict[str, Any] | None:
+        """A user message listing parse problems, or ``None`` when there are none."""
+        if not errors:
+            return None
+        return {"role": "user", "content": _render_errors(errors)}
+
+
+class PromptedParser(BaseParser):
+    """Base for formats whose tools live in the prompt: results return as one user message."""
+
+    def result_messages(
+        self,
+        calls: Sequence[ToolCall],
+        results: Sequence[ToolCallResult],
+        *,
+        errors: Sequence[str] = (),
+    ) -> list[dict[str, Any]]:
+        content = render_results_text(calls, results, errors)
+        return [{"role": "user", "content": content}] if content else []
+
+
+def check_pairs(calls: Sequence[ToolCall], results: Sequence[ToolCallResult]) -> None:
+    """``result_messages`` needs exactly one result per call; anything else is a caller bug."""
+    if len(calls) != len(results):
+        raise ValueError(f"got {len(calls)} calls but {len(results)} results; they must pair up one to one")
+
+
+def render_results_text(
+    calls: Sequence[ToolCall], results: Sequence[ToolCallResult], errors: Sequence[str]
+) -> str:
+    """One plain-text report of every call's outcome, for formats without native tool messages."""
+    check_pairs(calls, results)
+    parts: list[str] = []
+    if calls:
+        parts.append("Tool results:")
+        for call_id, call, result in zip(call_ids(calls), calls, results):
+            status = "ok" if result.ok else "failed"
+            body = result.result_str if result.ok else failure_text(result)
+            parts.append(f"[{call_id}] {call.name}: {status}\n{body}")
+    if errors:
+        parts.append(_render_errors(errors))
+    return "\n\n".join(parts)
+
+
+def _render_errors(errors: Sequence[str]) -> str:
+    lines = ["Some tool calls in your last reply could not be read:"]
+    lines.extend(f"- {e}" for e in errors)
+    return "\n".join(lines)
+
+
+def render_tool_list(specs: Iterable[SpecLike]) -> tuple[list[ToolSpec], str]:
+    """The normalized specs and a text section listing each tool with its JSON Schema."""
+    tools = [normalize_spec(s) for s in specs]
+    blocks = []
+    for tool in tools:
+        schema = json.dumps(dict(tool.parameters), default=str)
+        description = tool.description.strip() or "(no description)"
+        blocks.append(f"### {tool.name}\n{description}\nParameters (JSON Schema): {schema}")
+    return tools, "\n\n".join(blocks)
+
+
+def example_arguments(spec: ToolSpec) -> dict[str, Any]:
+    """Placeholder arguments for the required parameters of ``spec``, to show the call syntax."""
+    params = spec.parameters
+    props = params.get("properties") if isinstance(params, Mapping) else None
+    if not isinstance(props, Mapping):
+        return {}
+    required = params.get("required")
+    names = [n for n in required if n in props] if isinstance(required, list) else []
+    if not names:
+        names = list(props)[:1]
+    return {name: _placeholder(props[name]) for name in names[:3]}
+
+
+def _placeholder(schema: Any) -> Any:
+    if not isinstance(schema, Mapping):
+        return "..."
+    if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if not isinstance(kind, str):
+        return "..."
+    return {
+        "string": "...",
+        "number": 1.0,
+        "integer": 1,
+        "boolean": True,
+        "array": [],
+        "object": {},
+    }.get(kind, "...")
