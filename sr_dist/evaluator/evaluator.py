@@ -1,0 +1,651 @@
+"""``Evaluator``: the stateful shell around the compiled buckets (cache, buckets, stats).
+
+The host side parses, canonicalises and lowers formulas, groups them into shape buckets
+(constant count x program size class), splits buckets into fixed-capacity batches, runs each
+batch through one compiled executable and turns the device outputs into :class:`FitResult`s.
+Every formula is fitted on its *canonical* tree (so results are shared by all spellings of the
+same structure) and its constants are mapped back to the names the caller used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from sr_dist.evaluator.program import (
+    LoweringError, Program, lower, lower_cached, pack_programs,
+)
+from sr_dist.evaluator.results import FitResult, failed, nmse
+from sr_dist.formula import Formula, FormulaError, parse_formula
+
+
+class DatasetLike(Protocol):
+    """What the evaluator needs from :class:`sr_dist.data.Dataset` (read-only)."""
+
+    @property
+    def feature_names(self) -> Sequence[str]: ...
+    @property
+    def X_train(self) -> np.ndarray: ...
+    @property
+    def y_train(self) -> np.ndarray: ...
+    @property
+    def X_val(self) -> np.ndarray: ...
+    @property
+    def y_val(self) -> np.ndarray: ...
+    @property
+    def X_test(self) -> np.ndarray: ...
+    @property
+    def y_test(self) -> np.ndarray: ...
+    @property
+    def content_hash(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    """Register/program capacity of a bucket family."""
+
+    name: str
+    n_instr: int
+    n_lits: int
+    n_temps: int
+
+
+#: Program size classes, smallest first; a formula goes to the first one it fits.
+SIZE_CLASSES: tuple[SizeClass, ...] = (
+    SizeClass("small", n_instr=48, n_lits=10, n_temps=10),
+    SizeClass("large", n_instr=256, n_lits=64, n_temps=64),
+)
+
+
+@dataclass(frozen=True)
+class EvaluatorOptions:
+    """Options of :class:`Evaluator` (all keyword arguments of its constructor).
+
+    Everything that can change a fitted value is part of the result-cache key (see
+    :meth:`fit_key`); ``device``, ``cache_size``, ``batch_size`` and
+    ``compilation_cache_dir`` are not.
+    """
+
+    restarts: int = 4
+    max_iters: int = 40
+    polish_iters: int = 4
+    subsample: int = 4096
+    chunk_rows: int = 1024
+    dtype: str = "float32"
+    device: str = "cpu"
+    layout: str = "auto"
+    seed: int = 0
+    cache_size: int = 100_000
+    batch_size: int = 64
+    ftol: float = 1e-6
+    xtol: float = 1e-7
+    patience: int = 3
+    init_spread: float = 1.0
+    const_buckets: tuple[int, ...] = (2, 4, 8, 16)
+    compilation_cache_dir: str | None = None
+
+    def fit_key(self) -> tuple[Any, ...]:
+        return (self.restarts, self.max_iters, self.polish_iters, self.subsample, self.ftol,
+                self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
+                self.chunk_rows, self.layout, self.const_buckets)
+
+
+def _validate(opts: EvaluatorOptions) -> None:
+    if opts.restarts < 1:
+        raise ValueError("restarts must be >= 1")
+    if opts.max_iters < 1:
+        raise ValueError("max_iters must be >= 1")
+    if opts.polish_iters < 0:
+        raise ValueError("polish_iters must be >= 0")
+    if opts.subsample < 64:
+        raise ValueError("subsample must be >= 64 rows")
+    if opts.chunk_rows < 8:
+        raise ValueError("chunk_rows must be >= 8")
+    if opts.dtype not in ("float32", "float64"):
+        raise ValueError("dtype must be 'float32' or 'float64'")
+    if opts.device not in ("cpu", "gpu", "cuda", "tpu"):
+        raise ValueError("device must be 'cpu' or 'gpu'")
+    if opts.layout not in ("auto", "map", "vmap"):
+        raise ValueError("layout must be 'auto', 'map' or 'vmap'")
+    if opts.batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if not opts.const_buckets or sorted(opts.const_buckets) != list(opts.const_buckets):
+        raise ValueError("const_buckets must be a non-empty increasing tuple")
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _chunks(X: np.ndarray, y: np.ndarray, chunk: int, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """(n, F) rows -> (N, F, C) chunks, (N, C) targets and (N, C) row-valid mask."""
+    n, f = X.shape
+    n_chunks = max(1, -(-n // chunk))
+    pad = n_chunks * chunk - n
+    Xp = np.concatenate([np.asarray(X, dtype=dtype), np.zeros((pad, f), dtype)], axis=0)
+    yp = np.concatenate([np.asarray(y, dtype=dtype), np.zeros(pad, dtype)])
+    w = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
+    Xc = np.ascontiguousarray(Xp.reshape(n_chunks, chunk, f).transpose(0, 2, 1))
+    return Xc, yp.reshape(n_chunks, chunk), w.reshape(n_chunks, chunk)
+
+
+def _initial_constants(key: str, seed: int, restarts: int, k: int, spread: float) -> np.ndarray:
+    """Deterministic restart points from (canonical key, seed): restart 0 is all ones (what
+    LLM-SR starts from), the others log-uniform magnitudes in 10^[-spread, spread] with random
+    signs. Never depends on batch position, so a batch fit equals a lone fit."""
+    digest = hashlib.blake2b(f"{seed}\x00{key}".encode(), digest_size=8).digest()
+    rng = np.random.default_rng(int.from_bytes(digest, "little"))
+    out = np.ones((restarts, k), dtype=np.float64)
+    if restarts > 1 and k:
+        mags = 10.0 ** rng.uniform(-spread, spread, size=(restarts - 1, k))
+        signs = np.where(rng.random((restarts - 1, k)) < 0.5, -1.0, 1.0)
+        out[1:] = mags * signs
+    return out
+
+
+@dataclass
+class _Stats:
+    compiles: int = 0
+    compile_s: float = 0.0
+    fits: int = 0
+    evaluations: int = 0
+    cache_hits: int = 0
+    invalid: int = 0
+    errors: int = 0
+    nonfinite: int = 0
+    batches: int = 0
+    batch_formulas: int = 0
+    fit_s: float = 0.0
+    submitted: int = 0
+    buckets: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One unique canonical structure to fit."""
+
+    canonical: str
+    program: Program
+    k: int
+    complexity: int
+
+
+class Evaluator:
+    """Batched constant fitting of many formulas against one dataset.
+
+    ``fit_many(formulas)`` accepts strings or :class:`Formula`s and returns one
+    :class:`FitResult` per input, in order; it never raises for a bad entry. See
+    :class:`EvaluatorOptions` for the options.
+    """
+
+    def __init__(self, dataset: DatasetLike, **options: Any) -> None:
+        self.options = EvaluatorOptions(**options)
+        _validate(self.options)
+        opts = self.options
+        if opts.compilation_cache_dir or os.environ.get("SR_DIST_JAX_CACHE_DIR"):
+            enable_persistent_cache(opts.compilation_cache_dir
+                                    or os.environ["SR_DIST_JAX_CACHE_DIR"])
+        if opts.dtype == "float64":
+            import jax
+
+            # Process-global: every array the evaluator creates has an explicit dtype, so
+            # float32 evaluators in the same process are unaffected.
+            jax.config.update("jax_enable_x64", True)
+        import jax
+
+        platform = {"gpu": "gpu", "cuda": "gpu", "cpu": "cpu", "tpu": "tpu"}[opts.device]
+        try:
+            self._device = jax.devices(platform)[0]
+        except RuntimeError as exc:
+            raise ValueError(f"device {opts.device!r} is not available to JAX: {exc}") from exc
+        self._mode = opts.layout if opts.layout != "auto" else (
+            "map" if platform == "cpu" else "vmap")
+        self.dataset = dataset
+        self.feature_names = tuple(dataset.feature_names)
+        self._np_dtype = np.dtype(opts.dtype)
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
+        self._stats = _Stats()
+        self._pending_compile_s = 0.0
+        self._prepare_data()
+
+    # ------------------------------------------------------------------ data
+    def _prepare_data(self) -> None:
+        import jax
+
+        ds, opts, dt = self.dataset, self.options, self._np_dtype
+        Xtr = np.asarray(ds.X_train, dtype=np.float64).reshape(len(ds.y_train), -1)
+        ytr = np.asarray(ds.y_train, dtype=np.float64).ravel()
+        Xva = np.asarray(ds.X_val, dtype=np.float64).reshape(len(ds.y_val), -1)
+        yva = np.asarray(ds.y_val, dtype=np.float64).ravel()
+        Xte = np.asarray(ds.X_test, dtype=np.float64).reshape(len(ds.y_test), -1)
+        yte = np.asarray(ds.y_test, dtype=np.float64).ravel()
+        if len(ytr) == 0:
+            raise ValueError("the dataset has no training rows")
+        f = len(self.feature_names)
+        for X in (Xtr, Xva, Xte):
+            if X.shape[1] != f and X.shape[0]:
+                raise ValueError(f"X has {X.shape[1]} columns, feature_names has {f}")
+        self._n_train = len(ytr)
+        self._var = (float(np.var(ytr)), float(np.var(yva)) if len(yva) else math.nan,
+                     float(np.var(yte)) if len(yte) else math.nan)
+        self._sizes = (len(ytr), len(yva), len(yte))
+        if self._n_train > opts.subsample:
+            rng = np.random.default_rng(opts.seed)
+            rows = np.sort(rng.choice(self._n_train, opts.subsample, replace=False))
+            fit_X, fit_y = Xtr[rows], ytr[rows]
+            polish: tuple[np.ndarray, np.ndarray] | None = (Xtr, ytr)
+        else:
+            fit_X, fit_y = Xtr, ytr
+            polish = None
+        self._chunk = min(opts.chunk_rows, _round_up(len(fit_y), 64))
+        eps = float(np.finfo(dt).eps)
+        floor = lambda yy: (16.0 * eps) ** 2 * float(np.dot(yy, yy))  # noqa: E731
+        put = lambda a: jax.device_put(a, self._device)  # noqa: E731
+        self._fit_data = tuple(put(a) for a in _chunks(fit_X, fit_y, self._chunk, dt))
+        self._polish_data = (tuple(put(a) for a in _chunks(*polish, self._chunk, dt))
+                             if polish is not None and opts.polish_iters > 0 else None)
+        X_all = np.concatenate([Xtr, Xva.reshape(-1, f), Xte.reshape(-1, f)], axis=0)
+        y_all = np.concatenate([ytr, yva, yte])
+        split = np.concatenate([np.full(len(ytr), 1), np.full(len(yva), 2),
+                                np.full(len(yte), 3)]).astype(np.int32)
+        Xc, yc, w = _chunks(X_all, y_all, self._chunk, dt)
+        sc = np.zeros(w.shape, np.int32)
+        sc[w] = split
+        self._all_data = (put(Xc), put(yc), put(sc))
+        self._floors = put(np.array(
+            [floor(fit_y), floor(ytr) if polish is not None else 0.0], dtype=dt))
+
+    # ------------------------------------------------------------------ public API
+    def fit_many(self, formulas: Iterable[str | Formula]) -> list[FitResult]:
+        """Fit every formula's free constants on the train split; one result per input."""
+        items = list(formulas)
+        with self._lock:
+            return self._fit_many(items)
+
+    def fit(self, formula: str | Formula) -> FitResult:
+        """Fit one formula (a batch of one)."""
+        return self.fit_many([formula])[0]
+
+    def stats(self) -> dict[str, Any]:
+        """Counters since construction: compiles, fits, cache hits, fits/s and batch figures."""
+        s = self._stats
+        return {
+            "compiles": s.compiles,
+            "compile_s": round(s.compile_s, 4),
+            "fits": s.fits,
+            "cache_hits": s.cache_hits,
+            "submitted": s.submitted,
+            "invalid": s.invalid,
+            "errors": s.errors,
+            "nonfinite": s.nonfinite,
+            "batches": s.batches,
+            "mean_batch_size": (s.batch_formulas / s.batches) if s.batches else 0.0,
+            "fit_s": round(s.fit_s, 4),
+            "fits_per_s": (s.fits / s.fit_s) if s.fit_s > 0 else 0.0,
+            "evaluations": s.evaluations,
+            "buckets": dict(s.buckets),
+            "cache_entries": len(self._cache),
+            "layout": self._mode,
+            "device": str(self._device),
+            "rows": {"train": self._sizes[0], "val": self._sizes[1], "test": self._sizes[2],
+                     "fit": int(np.asarray(self._fit_data[2]).sum())},
+        }
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    def evaluate_many(
+        self, formulas: Sequence[str | Formula],
+        constants: Sequence[Mapping[str, float] | None] | None = None,
+        X: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Value-only predictions, shape (len(formulas), n_rows), float64 on the host.
+
+        ``constants[i]`` maps formula i's original constant names to values (missing names
+        raise ``ValueError``); ``X`` defaults to the train split. Raises ``FormulaError`` for a
+        formula that does not parse.
+        """
+        preds = self._evaluate(formulas, constants, X)
+        return np.asarray(preds, dtype=np.float64)
+
+    predict = evaluate_many
+
+    # ------------------------------------------------------------------ internals
+    def _parse(self, item: str | Formula) -> Formula:
+        if isinstance(item, Formula):
+            unknown = [v for v in item.variables if v not in self.feature_names]
+            if unknown:
+                raise FormulaError(f"unknown variable(s) {unknown}; the dataset has "
+                                   f"{list(self.feature_names)}")
+            return item
+        if not isinstance(item, str):
+            raise FormulaError(f"a formula must be a string or Formula, got {type(item).__name__}")
+        return parse_formula(item, variables=self.feature_names)
+
+    def _bucket_for(self, prog: Program) -> tuple[int, SizeClass]:
+        k = prog.n_consts
+        if k == 0:
+            kb = 0
+        else:
+            fits = [b for b in self.options.const_buckets if b >= k]
+            if not fits:
+                raise _TooLarge(f"formula has {k} free constants; the largest bucket holds "
+                                f"{self.options.const_buckets[-1]}")
+            kb = fits[0]
+        for sc in SIZE_CLASSES:
+            if (prog.n_instructions <= sc.n_instr and len(prog.literals) <= sc.n_lits
+                    and prog.n_temps <= sc.n_temps):
+                return kb, sc
+        big = SIZE_CLASSES[-1]
+        raise _TooLarge(
+            f"program too large for the largest bucket ({prog.n_instructions} instructions, "
+            f"{len(prog.literals)} literals, {prog.n_temps} registers; limits {big.n_instr}, "
+            f"{big.n_lits}, {big.n_temps})")
+
+    def _fit_many(self, items: list[Any]) -> list[FitResult]:
+        stats = self._stats
+        stats.submitted += len(items)
+        fit_key = self.options.fit_key()
+        results: list[FitResult | None] = [None] * len(items)
+        parsed: list[Formula | None] = [None] * len(items)
+        jobs: dict[str, _Job] = {}
+        for i, item in enumerate(items):
+            text = item.text if isinstance(item, Formula) else (
+                item if isinstance(item, str) else repr(item))
+            try:
+                f = self._parse(item)
+            except FormulaError as exc:
+                results[i] = failed(text, "invalid", str(exc))
+                stats.invalid += 1
+                continue
+            except Exception as exc:  # noqa: BLE001 - a bad entry must not take down the batch
+                results[i] = failed(text, "error", f"{type(exc).__name__}: {exc}")
+                stats.errors += 1
+                continue
+            parsed[i] = f
+            ckey = (self.dataset.content_hash, f.canonical, fit_key)
+            if ckey in self._cache or f.canonical in jobs:
+                continue
+            try:
+                consts = [f"c{j}" for j in range(len(f.canonical_constants))]
+                prog = lower(f.canonical_tree, self.feature_names, consts)
+                self._bucket_for(prog)
+            except LoweringError as exc:
+                results[i] = failed(text, "invalid", str(exc), f.canonical, f.complexity)
+                stats.invalid += 1
+                parsed[i] = None
+                continue
+            except _TooLarge as exc:
+                results[i] = failed(text, "error", str(exc), f.canonical, f.complexity)
+                stats.errors += 1
+                parsed[i] = None
+                continue
+            except Exception as exc:  # noqa: BLE001
+                results[i] = failed(text, "error", f"lowering failed: {type(exc).__name__}: "
+                                    f"{exc}", f.canonical, f.complexity)
+                stats.errors += 1
+                parsed[i] = None
+                continue
+            jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity)
+
+        fresh = self._run_jobs(list(jobs.values()))
+        for canon, entry in fresh.items():
+            if entry[0] != "error":  # internal failures are retried next time, not cached
+                self._cache[(self.dataset.content_hash, canon, fit_key)] = entry
+        while len(self._cache) > self.options.cache_size:
+            self._cache.popitem(last=False)
+
+        served: set[str] = set()
+        for i, pf in enumerate(parsed):
+            if pf is None:
+                continue
+            f = pf
+            ckey = (self.dataset.content_hash, f.canonical, fit_key)
+            found = fresh.get(f.canonical)
+            cached = found is None or f.canonical in served
+            if found is None:
+                found = self._cache.get(ckey)
+                if found is None:
+                    results[i] = failed(f.text, "error", "internal: result missing from cache",
+                                        f.canonical, f.complexity)
+                    stats.errors += 1
+                    continue
+                self._cache.move_to_end(ckey)
+            if cached:
+                stats.cache_hits += 1
+            served.add(f.canonical)
+            results[i] = self._result(f, found, cached)
+        return [r for r in results if r is not None]
+
+    def _result(self, f: Formula, entry: tuple[Any, ...], cached: bool) -> FitResult:
+        status, error, cvec, metrics, fit_s, iters = entry
+        if status == "error":
+            self._stats.errors += 1
+            return failed(f.text, "error", error, f.canonical, f.complexity)
+        by_name = {name: float(cvec[j]) for j, name in enumerate(f.canonical_constants)}
+        constants = {name: by_name[name] for name in f.constants}  # the caller's order
+        train_mse, train_nmse, val_nmse, test_nmse, r2 = metrics
+        if status == "nonfinite" and not cached:
+            self._stats.nonfinite += 1
+        return FitResult(
+            expression=f.text, canonical=f.canonical, status=status, error=error,
+            constants=constants, complexity=f.complexity, train_mse=train_mse,
+            train_nmse=train_nmse, val_nmse=val_nmse, test_nmse=test_nmse, r2=r2,
+            fit_s=fit_s, cached=cached, iterations=iters)
+
+    def _run_jobs(self, jobs: list[_Job]) -> dict[str, tuple[Any, ...]]:
+        """Fit unique structures bucket by bucket; returns canonical -> cache entry.
+
+        Every batch is dispatched before any result is read: with JAX's asynchronous dispatch
+        the host packs the next batch while the device runs the previous one. (Executions on
+        one JAX CPU device run one at a time, so this overlaps host work, not two batches.)
+        """
+        groups: dict[tuple[int, str], list[_Job]] = {}
+        for job in jobs:
+            kb, sc = self._bucket_for(job.program)
+            groups.setdefault((kb, sc.name), []).append(job)
+        out: dict[str, tuple[Any, ...]] = {}
+        cap = self.options.batch_size
+        launched: list[tuple[list[_Job], int, SizeClass, Any]] = []
+        t0 = time.perf_counter()
+        for (kb, scname), group in groups.items():
+            sc = next(s for s in SIZE_CLASSES if s.name == scname)
+            for start in range(0, len(group), cap):
+                batch = group[start:start + cap]
+                try:
+                    launched.append((batch, kb, sc, self._launch(batch, kb, sc)))
+                except Exception as exc:  # noqa: BLE001 - report, never raise out of fit_many
+                    self._fail(out, batch, exc)
+        for batch, kb, sc, pending in launched:
+            try:
+                arrays = [np.asarray(a) for a in pending]
+            except Exception as exc:  # noqa: BLE001
+                self._fail(out, batch, exc)
+                continue
+            out.update(self._collect(batch, kb, sc, arrays))
+        elapsed = time.perf_counter() - t0 - self._pending_compile_s
+        self._pending_compile_s = 0.0
+        fitted = sum(len(b[0]) for b in launched)
+        if fitted:
+            self._stats.fit_s += max(elapsed, 0.0)
+            per = max(elapsed, 0.0) / fitted
+            for batch, *_ in launched:
+                for job in batch:
+                    if job.canonical in out and out[job.canonical][0] != "error":
+                        entry = out[job.canonical]
+                        out[job.canonical] = entry[:4] + (per,) + entry[5:]
+        return out
+
+    @staticmethod
+    def _fail(out: dict[str, tuple[Any, ...]], batch: list[_Job], exc: Exception) -> None:
+        msg = f"batch failed: {type(exc).__name__}: {exc}"
+        for job in batch:
+            out[job.canonical] = ("error", msg, (), (None,) * 5, 0.0, 0)
+
+    def _launch(self, batch: list[_Job], kb: int, sc: SizeClass) -> Any:
+        """Pack a batch, get its bucket's executable and dispatch it (returns device arrays)."""
+        import jax
+
+        from sr_dist.evaluator import kernels as _k
+        from sr_dist.evaluator.interpreter import Layout
+        from sr_dist.evaluator.kernels import FitKey
+        from sr_dist.evaluator.lm import LMOptions
+
+        opts = self.options
+        cap = opts.batch_size
+        f = len(self.feature_names)
+        code, meta, lits = pack_programs([j.program for j in batch], n_vars=f, n_consts=kb,
+                                         n_lits=sc.n_lits, n_instr=sc.n_instr, capacity=cap)
+        init = np.zeros((cap, opts.restarts, kb), dtype=self._np_dtype)
+        for i, job in enumerate(batch):
+            if kb:
+                full = np.ones((opts.restarts, kb))
+                full[:, :job.k] = _initial_constants(job.canonical, opts.seed, opts.restarts,
+                                                     job.k, opts.init_spread)
+                init[i] = full
+        layout = Layout(f, kb, sc.n_lits, sc.n_temps)
+        lm = LMOptions(max_iters=opts.max_iters, ftol=opts.ftol, xtol=opts.xtol,
+                       patience=opts.patience)
+        key = FitKey(layout, sc.n_instr, cap, opts.restarts, lm, opts.polish_iters, self._mode,
+                     opts.dtype)
+        put = lambda a: jax.device_put(a, self._device)  # noqa: E731
+        args = (put(code), put(meta), put(lits.astype(self._np_dtype)), put(init),
+                put(np.int32(len(batch))), self._fit_data, self._polish_data, self._all_data,
+                self._floors)
+        exe, compile_s = _k.COMPILED.get("fit", key, args)
+        if compile_s:
+            self._stats.compiles += 1
+            self._stats.compile_s += compile_s
+            self._pending_compile_s += compile_s
+        return exe(*args)
+
+    def _collect(self, batch: list[_Job], kb: int, sc: SizeClass,
+                 arrays: list[np.ndarray]) -> dict[str, tuple[Any, ...]]:
+        consts, _fit_sse, iters, split_sse, split_bad = arrays
+        st = self._stats
+        st.batches += 1
+        st.batch_formulas += len(batch)
+        st.fits += len(batch)
+        bname = f"k{kb}-{sc.name}"
+        st.buckets[bname] = st.buckets.get(bname, 0) + 1
+        out: dict[str, tuple[Any, ...]] = {}
+        for i, job in enumerate(batch):
+            out[job.canonical] = self._entry(consts[i, :job.k], split_sse[i], split_bad[i], 0.0,
+                                             int(iters[i]))
+        return out
+
+    def _entry(self, cvec: np.ndarray, sse: np.ndarray, bad: np.ndarray, fit_s: float,
+               iters: int) -> tuple[Any, ...]:
+        mses: list[float | None] = []
+        for s in range(3):
+            n = self._sizes[s]
+            if n == 0:
+                mses.append(None)
+            elif bad[s] > 0 or not math.isfinite(float(sse[s])):
+                mses.append(math.inf)
+            else:
+                mses.append(float(sse[s]) / n)
+        nm = [None if m is None else nmse(m, v) for m, v in zip(mses, self._var)]
+        status = "ok"
+        error = None
+        if any(int(b) > 0 for b in bad) or not all(math.isfinite(float(v)) for v in cvec) or any(
+                m is not None and not math.isfinite(m) for m in mses):
+            status = "nonfinite"
+            where = [name for name, b, m in zip(("train", "validation", "test"), bad, mses)
+                     if int(b) > 0 or (m is not None and not math.isfinite(m))]
+            error = ("prediction is not finite on "
+                     + ", ".join(f"{int(b)} {name} rows" for name, b in
+                                 zip(("train", "validation", "test"), bad) if int(b) > 0)
+                     if any(int(b) for b in bad) else
+                     f"non-finite loss on {', '.join(where) or 'fit'}")
+        r2 = None if nm[1] is None else 1.0 - nm[1]
+        metrics = (mses[0], nm[0], nm[1], nm[2], r2)
+        return (status, error, tuple(float(v) for v in cvec), metrics, fit_s, iters)
+
+    def _evaluate(self, formulas: Sequence[str | Formula],
+                  constants: Sequence[Mapping[str, float] | None] | None,
+                  X: np.ndarray | None) -> np.ndarray:
+        import jax
+
+        from sr_dist.evaluator.interpreter import Layout
+        from sr_dist.evaluator import kernels as _k
+        from sr_dist.evaluator.kernels import PredictKey
+
+        parsed = [self._parse(f) for f in formulas]
+        if constants is None:
+            constants = [None] * len(parsed)
+        if len(constants) != len(parsed):
+            raise ValueError("constants must have one entry per formula")
+        data = np.asarray(self.dataset.X_train if X is None else X, dtype=np.float64)
+        if data.ndim != 2 or data.shape[1] != len(self.feature_names):
+            raise ValueError(f"X must be (n, {len(self.feature_names)})")
+        n = data.shape[0]
+        chunk = min(self.options.chunk_rows, _round_up(max(n, 1), 64))
+        Xc, _, _ = _chunks(data, np.zeros(n), chunk, self._np_dtype)
+        Xd = jax.device_put(Xc, self._device)
+        progs: list[tuple[int, Program, np.ndarray]] = []
+        for i, (f, cmap) in enumerate(zip(parsed, constants)):
+            prog = lower_cached(f.tree, self.feature_names, tuple(f.constants))
+            values = dict(cmap or {})
+            missing = [c for c in f.constants if c not in values]
+            if missing:
+                raise ValueError(f"formula {i}: no value for constants {missing}")
+            progs.append((i, prog, np.array([values[c] for c in f.constants], np.float64)))
+        out = np.empty((len(parsed), n), dtype=self._np_dtype)
+        groups: dict[tuple[int, str], list[tuple[int, Program, np.ndarray]]] = {}
+        for item in progs:
+            kb, sc = self._bucket_for(item[1])
+            groups.setdefault((kb, sc.name), []).append(item)
+        cap = self.options.batch_size
+        f_count = len(self.feature_names)
+        for (kb, scname), group in groups.items():
+            sc = next(s for s in SIZE_CLASSES if s.name == scname)
+            for start in range(0, len(group), cap):
+                batch = group[start:start + cap]
+                code, meta, lits = pack_programs([b[1] for b in batch], n_vars=f_count,
+                                                 n_consts=kb, n_lits=sc.n_lits,
+                                                 n_instr=sc.n_instr, capacity=cap)
+                cv = np.zeros((cap, kb), dtype=self._np_dtype)
+                for j, b in enumerate(batch):
+                    cv[j, :len(b[2])] = b[2]
+                key = PredictKey(Layout(f_count, kb, sc.n_lits, sc.n_temps), sc.n_instr, cap,
+                                 self._mode, self.options.dtype)
+                put = lambda a: jax.device_put(a, self._device)  # noqa: E731
+                args = (put(code), put(meta), put(lits.astype(self._np_dtype)), put(cv),
+                        put(np.int32(len(batch))), Xd)
+                exe, compile_s = _k.COMPILED.get("predict", key, args)
+                if compile_s:
+                    self._stats.compiles += 1
+                    self._stats.compile_s += compile_s
+                pred = np.asarray(exe(*args)).reshape(cap, -1)[:, :n]
+                self._stats.evaluations += len(batch)
+                for j, b in enumerate(batch):
+                    out[b[0]] = pred[j]
+        return out
+
+
+class _TooLarge(Exception):
+    """A formula exceeds the largest bucket."""
+
+
+def enable_persistent_cache(path: str) -> None:
+    """Turn on JAX's persistent compilation cache at ``path`` (process-global)."""
+    import jax
+
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+__all__ = ["Evaluator", "EvaluatorOptions", "SIZE_CLASSES", "DatasetLike",
+           "enable_persistent_cache"]

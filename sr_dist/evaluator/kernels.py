@@ -1,0 +1,192 @@
+"""Compiled bucket entry points and the process-wide cache of compiled executables.
+
+A bucket is one static shape (register layout, instruction capacity, batch capacity, restart
+count, LM settings, layout mode, dtype, row chunking). Every batch that fits a bucket reuses its
+executable, so the number of XLA compiles is the number of distinct buckets ever used in the
+process, never the number of formulas.
+
+Layout modes:
+
+- ``"map"`` (CPU): a ``fori_loop`` over the real number of formulas, a real ``lax.switch`` on each
+  unbatched opcode, restarts vmapped. Padding formulas cost nothing.
+- ``"vmap"`` (GPU): formulas vmapped too, so the switch becomes a select over all operators and
+  everything is one wide data-parallel program; the batch capacity is always computed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from sr_dist.evaluator.interpreter import (
+    Layout, init_duals, init_values, normal_pass, predict_pass, split_pass,
+)
+from sr_dist.evaluator.lm import LMOptions, levenberg_marquardt
+
+Array = jax.Array
+
+#: Split ids used by the metrics pass (0 marks padding rows).
+SPLIT_TRAIN, SPLIT_VAL, SPLIT_TEST = 1, 2, 3
+N_SPLITS = 3
+
+
+class FitKey(NamedTuple):
+    """Static part of a fit bucket (hashable)."""
+
+    layout: Layout
+    n_instr: int
+    capacity: int
+    restarts: int
+    lm: LMOptions
+    polish_iters: int
+    mode: str
+    dtype: str
+
+
+class PredictKey(NamedTuple):
+    layout: Layout
+    n_instr: int
+    capacity: int
+    mode: str
+    dtype: str
+
+
+class FitOutput(NamedTuple):
+    consts: Array  # (B, K) best constants
+    fit_sse: Array  # (B,) masked SSE on the fitting rows at the best constants
+    iters: Array  # (B,) LM passes (all restarts in lockstep, plus polish)
+    split_sse: Array  # (B, 3) SSE on finite rows per split
+    split_bad: Array  # (B, 3) non-finite rows per split
+
+
+def _pick_best(sse: Array, nbad: Array) -> Array:
+    score = jnp.where(jnp.isfinite(sse), sse, jnp.inf)
+    fewest = jnp.min(nbad)
+    return jnp.argmin(jnp.where(nbad == fewest, score, jnp.inf))
+
+
+def _fit_bucket(
+    key: FitKey, code: Array, meta: Array, lits: Array, init: Array, n_formulas: Array,
+    fit_data: tuple[Array, Array, Array], polish_data: tuple[Array, Array, Array] | None,
+    all_data: tuple[Array, Array, Array], floors: Array,
+) -> FitOutput:
+    layout = key.layout
+    dtype = jnp.dtype(key.dtype)
+    k = layout.n_consts
+    chunk = fit_data[0].shape[2]
+
+    def fit_one(code_i: Array, meta_i: Array, lits_i: Array, init_i: Array) -> FitOutput:
+        n_instr, root, k_i = meta_i[0], meta_i[1], meta_i[2]
+        vals0 = init_values(layout, lits_i, chunk, dtype)
+        if k == 0:
+            c = jnp.zeros((0,), dtype)
+            fit_sse = jnp.zeros((), dtype)
+            iters = jnp.zeros((), jnp.int32)
+        else:
+            regs0 = init_duals(layout, lits_i, chunk, dtype)
+            active = jnp.arange(k) < k_i
+
+            def make_pass(data: tuple[Array, Array, Array]):  # type: ignore[no-untyped-def]
+                X, y, w = data
+
+                def pass_fn(c: Array, regs: Any):  # type: ignore[no-untyped-def]
+                    return normal_pass(code_i, n_instr, root, layout, c, regs, X, y, w)
+
+                return pass_fn
+
+            res = levenberg_marquardt(make_pass(fit_data), init_i, active, regs0, key.lm,
+                                      key.lm.max_iters, floors[0])
+            best = _pick_best(res.sse, res.nbad)
+            c = res.c[best]
+            fit_sse = res.sse[best]
+            iters = jnp.max(res.iters)
+            if polish_data is not None and key.polish_iters > 0:
+                pol = levenberg_marquardt(make_pass(polish_data), c[None, :], active, regs0,
+                                          key.lm, key.polish_iters, floors[1])
+                c, fit_sse, iters = pol.c[0], pol.sse[0], iters + pol.iters[0] + 1
+        X, y, split = all_data
+        sse, bad = split_pass(code_i, n_instr, root, layout, c, vals0, X, y, split, N_SPLITS)
+        return FitOutput(c, fit_sse, iters, sse, bad)
+
+    capacity = key.capacity
+    if key.mode == "vmap":
+        return jax.vmap(fit_one)(code, meta, lits, init)
+
+    out0 = FitOutput(
+        jnp.zeros((capacity, k), dtype), jnp.zeros((capacity,), dtype),
+        jnp.zeros((capacity,), jnp.int32), jnp.zeros((capacity, N_SPLITS), dtype),
+        jnp.zeros((capacity, N_SPLITS), jnp.int32))
+
+    def loop(i: Array, out: FitOutput) -> FitOutput:
+        res = fit_one(code[i], meta[i], lits[i], init[i])
+        return FitOutput(*(lax.dynamic_update_index_in_dim(o, r, i, 0) for o, r in zip(out, res)))
+
+    return lax.fori_loop(0, n_formulas, loop, out0)
+
+
+def _predict_bucket(
+    key: PredictKey, code: Array, meta: Array, lits: Array, consts: Array, n_formulas: Array,
+    X: Array,
+) -> Array:
+    layout = key.layout
+    dtype = jnp.dtype(key.dtype)
+    chunk = X.shape[2]
+
+    def one(code_i: Array, meta_i: Array, lits_i: Array, c_i: Array) -> Array:
+        vals0 = init_values(layout, lits_i, chunk, dtype)
+        return predict_pass(code_i, meta_i[0], meta_i[1], layout, c_i, vals0, X)
+
+    if key.mode == "vmap":
+        return jax.vmap(one)(code, meta, lits, consts)
+    out0 = jnp.zeros((key.capacity, X.shape[0], chunk), dtype)
+
+    def loop(i: Array, out: Array) -> Array:
+        return lax.dynamic_update_index_in_dim(out, one(code[i], meta[i], lits[i], consts[i]), i, 0)
+
+    return lax.fori_loop(0, n_formulas, loop, out0)
+
+
+_FIT_JIT = jax.jit(_fit_bucket, static_argnums=0)
+_PREDICT_JIT = jax.jit(_predict_bucket, static_argnums=0)
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    return (treedef,) + tuple(
+        (tuple(x.shape), str(x.dtype), str(getattr(x, "sharding", ""))) for x in leaves)
+
+
+class CompileCache:
+    """Process-wide executables per (bucket key, argument shapes); thread-safe.
+
+    ``get`` returns the executable and the seconds spent compiling it now (0.0 on a hit).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._exes: dict[Any, Any] = {}
+
+    def get(self, kind: str, key: NamedTuple, args: tuple[Any, ...]) -> tuple[Any, float]:
+        sig = (kind, key, _signature(args))
+        with self._lock:
+            exe = self._exes.get(sig)
+            if exe is not None:
+                return exe, 0.0
+            fn = _FIT_JIT if kind == "fit" else _PREDICT_JIT
+            t0 = time.perf_counter()
+            exe = fn.lower(key, *args).compile()
+            elapsed = time.perf_counter() - t0
+            self._exes[sig] = exe
+            return exe, elapsed
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._exes)
+
+
+COMPILED = CompileCache()

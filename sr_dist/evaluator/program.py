@@ -1,0 +1,338 @@
+"""Host-side lowering: a formula AST becomes a small register program.
+
+Formulas are data to the evaluator: one compiled interpreter runs every program of a bucket, so
+lowering must be cheap (pure Python, no JAX) and produce fixed-width integer instructions.
+
+Register file layout used by the interpreter (absolute indices, fixed per bucket)::
+
+    [0, F)                 dataset variables (refilled per row chunk)
+    [F, F+K)               free constants (refilled per LM pass; their dual is the unit vector)
+    [F+K, F+K+NL)          literals (written once per formula; dual always zero)
+    [F+K+NL, F+K+NL+T)     temporaries (always written before they are read)
+
+Operands are stored here symbolically as ``kind * KIND_STRIDE + index`` so a program can be
+placed into any bucket whose slots are large enough (:func:`absolute_operands`).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from sr_dist.formula import BINARY_OPS, UNARY_OPS, Node
+
+#: Opcodes understood by the interpreter; the position is the ``lax.switch`` branch index.
+OPCODES: tuple[str, ...] = ("copy",) + BINARY_OPS + UNARY_OPS
+OPCODE_INDEX: dict[str, int] = {name: i for i, name in enumerate(OPCODES)}
+
+KIND_VAR, KIND_CONST, KIND_LIT, KIND_TMP = 0, 1, 2, 3
+KIND_STRIDE = 1 << 16
+#: Deepest tree the lowering accepts (the parser's own limit is far lower).
+MAX_DEPTH = 512
+
+#: Instruction columns: opcode, destination, operand a, operand b, flags.
+#: flags bit 0: operand a depends on a free constant; bit 1: operand b does.
+INSTR_WIDTH = 5
+FLAG_DEP_A, FLAG_DEP_B = 1, 2
+
+
+class LoweringError(ValueError):
+    """A tree cannot be lowered (unknown variable or constant, malformed node)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A lowered formula: instructions over symbolic operands.
+
+    ``instructions`` rows are ``(opcode, dst, a, b, flags)`` with ``dst`` a temporary index and
+    ``a``/``b`` symbolic operand codes; ``root`` is the symbolic code of the result (always a
+    temporary, so the output location is uniform).
+    """
+
+    instructions: tuple[tuple[int, int, int, int, int], ...]
+    literals: tuple[float, ...]
+    n_vars: int
+    n_consts: int
+    n_temps: int
+    root: int
+    n_nodes: int
+
+    @property
+    def n_instructions(self) -> int:
+        return len(self.instructions)
+
+
+def _code(kind: int, index: int) -> int:
+    return kind * KIND_STRIDE + index
+
+
+def count_nodes(node: Node) -> int:
+    """Tree size (leaves and operators), iteratively so deep trees cannot overflow the stack."""
+    total, stack = 0, [node]
+    while stack:
+        cur = stack.pop()
+        total += 1
+        stack.extend(cur.args)
+    return total
+
+
+def _fold(node: Node) -> Node:
+    """Fold number-only subtrees into one literal (float64 on the host, like numpy would)."""
+    if not node.args:
+        return node
+    args = tuple(_fold(a) for a in node.args)
+    if all(a.op == "num" for a in args):
+        vals = [float(a.value) for a in args]  # type: ignore[arg-type]
+        with np.errstate(all="ignore"):
+            value = float(_NUMPY_OPS[node.op](*[np.float64(v) for v in vals]))
+        return Node("num", value=value)
+    return Node(node.op, args, node.value, node.name)
+
+
+def _rewrite_pow(node: Node) -> Node:
+    """Turn ``a**2``, ``a**3``, ``a**0.5``, ``a**1`` and ``a**-1`` into cheaper exact forms."""
+    if not node.args:
+        return node
+    args = tuple(_rewrite_pow(a) for a in node.args)
+    if node.op == "pow" and args[1].op == "num":
+        base, e = args[0], float(args[1].value)  # type: ignore[arg-type]
+        if e == 1.0:
+            return Node("copy", (base,))
+        if e == 2.0:
+            return Node("mul", (base, base))
+        if e == 3.0:
+            return Node("mul", (Node("mul", (base, base)), base))
+        if e == 0.5:
+            return Node("sqrt", (base,))
+        if e == -1.0:
+            return Node("div", (Node("num", value=1.0), base))
+    return Node(node.op, args, node.value, node.name)
+
+
+_NUMPY_OPS: dict[str, Callable[..., Any]] = {
+    "copy": lambda a: a,
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
+    "neg": np.negative, "sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp,
+    "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "tanh": np.tanh, "sinh": np.sinh,
+    "cosh": np.cosh, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
+}
+
+
+def lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Program:
+    """Lower ``tree`` to a register program.
+
+    ``variables`` gives the dataset column order and ``constants`` the constant order (the
+    fitted vector's layout). Raises :class:`LoweringError` for names not in those lists or a
+    malformed node.
+    """
+    depth = tree_depth(tree)
+    if depth > MAX_DEPTH:
+        raise LoweringError(f"formula is nested too deeply (depth {depth}; the limit is "
+                            f"{MAX_DEPTH})")
+    limit = sys.getrecursionlimit()
+    if limit < 4 * depth + 200:
+        sys.setrecursionlimit(4 * depth + 200)
+    try:
+        return _lower(tree, variables, constants)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+@functools.lru_cache(maxsize=8192)
+def lower_cached(tree: Node, variables: tuple[str, ...], constants: tuple[str, ...]) -> Program:
+    """:func:`lower` memoised on (tree, variables, constants): trees are frozen values, so the
+    same formula evaluated again skips the host compiler."""
+    return lower(tree, variables, constants)
+
+
+def tree_depth(node: Node) -> int:
+    """Nesting depth (a leaf has depth 1), computed without recursion."""
+    best, stack = 0, [(node, 1)]
+    while stack:
+        cur, d = stack.pop()
+        best = max(best, d)
+        stack.extend((a, d + 1) for a in cur.args)
+    return best
+
+
+def _lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Program:
+    var_index = {name: i for i, name in enumerate(variables)}
+    const_index = {name: i for i, name in enumerate(constants)}
+    n_nodes = count_nodes(tree)
+    work = _rewrite_pow(_fold(tree))
+
+    literals: list[float] = []
+    lit_slot: dict[bytes, int] = {}
+    instructions: list[tuple[int, int, int, int, int]] = []
+
+    # Pass 1 (post-order, iterative): registers needed (Sethi-Ullman) and constant dependence.
+    need: dict[int, int] = {}
+    dep: dict[int, bool] = {}
+    order: list[Node] = []
+    stack: list[tuple[Node, bool]] = [(work, False)]
+    while stack:
+        cur, seen = stack.pop()
+        if seen or not cur.args:
+            order.append(cur)
+            continue
+        stack.append((cur, True))
+        for child in cur.args:
+            stack.append((child, False))
+    for cur in order:
+        key = id(cur)
+        if cur.op == "num":
+            if cur.value is None:
+                raise LoweringError("number node without a value")
+            need[key], dep[key] = 0, False
+        elif cur.op == "var":
+            if cur.name not in var_index:
+                raise LoweringError(f"unknown variable {cur.name!r}; dataset has {list(variables)}")
+            need[key], dep[key] = 0, False
+        elif cur.op == "const":
+            if cur.name not in const_index:
+                raise LoweringError(f"unknown constant {cur.name!r}")
+            need[key], dep[key] = 0, True
+        elif cur.op in OPCODE_INDEX and cur.op in BINARY_OPS:
+            if len(cur.args) != 2:
+                raise LoweringError(f"{cur.op} needs two operands, got {len(cur.args)}")
+            left, right = (need[id(a)] for a in cur.args)
+            need[key] = max(1, left + 1 if left == right else max(left, right))
+            dep[key] = dep[id(cur.args[0])] or dep[id(cur.args[1])]
+        elif cur.op in OPCODE_INDEX:
+            if len(cur.args) != 1:
+                raise LoweringError(f"{cur.op} needs one operand, got {len(cur.args)}")
+            need[key] = max(1, need[id(cur.args[0])])
+            dep[key] = dep[id(cur.args[0])]
+        else:
+            raise LoweringError(f"unknown operator {cur.op!r}")
+
+    def leaf_code(leaf: Node) -> int:
+        if leaf.op == "var":
+            return _code(KIND_VAR, var_index[leaf.name])  # type: ignore[index]
+        if leaf.op == "const":
+            return _code(KIND_CONST, const_index[leaf.name])  # type: ignore[index]
+        value = float(leaf.value)  # type: ignore[arg-type]
+        key = np.float64(value).tobytes()
+        if key not in lit_slot:
+            lit_slot[key] = len(literals)
+            literals.append(value)
+        return _code(KIND_LIT, lit_slot[key])
+
+    max_temp = 0
+
+    def emit(node: Node, base: int) -> int:
+        """Emit code for ``node`` using temporaries from ``base`` upward; return its operand."""
+        nonlocal max_temp
+        if not node.args:
+            return leaf_code(node)
+        op = OPCODE_INDEX[node.op]
+        if len(node.args) == 1:
+            a = emit(node.args[0], base)
+            b = a
+            flags = FLAG_DEP_A if dep[id(node.args[0])] else 0
+        else:
+            left, right = node.args
+            # Evaluate the child that needs more registers first so the other fits above it.
+            if need[id(right)] > need[id(left)]:
+                b = emit(right, base)
+                a = emit(left, base + (1 if right.args else 0))
+            else:
+                a = emit(left, base)
+                b = emit(right, base + (1 if left.args else 0))
+            flags = (FLAG_DEP_A if dep[id(left)] else 0) | (FLAG_DEP_B if dep[id(right)] else 0)
+        max_temp = max(max_temp, base + 1)
+        instructions.append((op, base, a, b, flags))
+        return _code(KIND_TMP, base)
+
+    if work.args:
+        root = emit(work, 0)
+    else:
+        operand = leaf_code(work)
+        flags = FLAG_DEP_A if dep[id(work)] else 0
+        instructions.append((OPCODE_INDEX["copy"], 0, operand, operand, flags))
+        max_temp = 1
+        root = _code(KIND_TMP, 0)
+    return Program(
+        instructions=tuple(instructions),
+        literals=tuple(literals),
+        n_vars=len(variables),
+        n_consts=len(constants),
+        n_temps=max_temp,
+        root=root,
+        n_nodes=n_nodes,
+    )
+
+
+def absolute_operands(codes: np.ndarray, n_vars: int, n_consts: int, n_lits: int) -> np.ndarray:
+    """Map symbolic operand codes to absolute register indices for a bucket layout."""
+    kind, index = np.divmod(codes, KIND_STRIDE)
+    base = np.array([0, n_vars, n_vars + n_consts, n_vars + n_consts + n_lits], dtype=np.int64)
+    return (base[kind] + index).astype(np.int32)
+
+
+def pack_programs(
+    programs: Sequence[Program], *, n_vars: int, n_consts: int, n_lits: int, n_instr: int,
+    capacity: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stack programs into padded arrays for one bucket call.
+
+    Returns ``code`` (capacity, n_instr, 5) int32 with absolute registers, ``meta``
+    (capacity, 3) int32 = (instruction count, root register, constant count) and ``lits``
+    (capacity, n_lits) float64. Padding rows have zero instructions: the interpreter exits at once.
+    """
+    code = np.zeros((capacity, n_instr, INSTR_WIDTH), dtype=np.int32)
+    meta = np.zeros((capacity, 3), dtype=np.int32)
+    lits = np.zeros((capacity, n_lits), dtype=np.float64)
+    tmp_base = n_vars + n_consts + n_lits
+    meta[:, 1] = tmp_base
+    for i, prog in enumerate(programs):
+        m = prog.n_instructions
+        if m > n_instr or len(prog.literals) > n_lits or prog.n_consts > n_consts:
+            raise ValueError("program does not fit the bucket")
+        arr = np.asarray(prog.instructions, dtype=np.int64).reshape(m, INSTR_WIDTH)
+        code[i, :m, 0] = arr[:, 0]
+        code[i, :m, 1] = tmp_base + arr[:, 1]
+        code[i, :m, 2] = absolute_operands(arr[:, 2], n_vars, n_consts, n_lits)
+        code[i, :m, 3] = absolute_operands(arr[:, 3], n_vars, n_consts, n_lits)
+        code[i, :m, 4] = arr[:, 4]
+        meta[i] = (m, int(absolute_operands(np.array([prog.root]), n_vars, n_consts, n_lits)[0]),
+                   prog.n_consts)
+        lits[i, : len(prog.literals)] = prog.literals
+    return code, meta, lits
+
+
+def evaluate_program_numpy(prog: Program, X: np.ndarray, constants: Sequence[float]) -> np.ndarray:
+    """Reference evaluation of a program in float64 numpy (used by tests and for debugging)."""
+    n = X.shape[0]
+    temps = [np.zeros(n) for _ in range(max(prog.n_temps, 1))]
+
+    def fetch(code: int) -> np.ndarray:
+        kind, index = divmod(code, KIND_STRIDE)
+        if kind == KIND_VAR:
+            return X[:, index].astype(np.float64)
+        if kind == KIND_CONST:
+            return np.full(n, float(constants[index]))
+        if kind == KIND_LIT:
+            return np.full(n, prog.literals[index])
+        return temps[index]
+
+    with np.errstate(all="ignore"):
+        for op, dst, a, b, _flags in prog.instructions:
+            name = OPCODES[op]
+            fn = _NUMPY_OPS[name]
+            if name in BINARY_OPS:
+                temps[dst] = fn(fetch(a), fetch(b))
+            else:
+                temps[dst] = fn(fetch(a))
+    return fetch(prog.root)
+
+
+__all__ = [
+    "OPCODES", "OPCODE_INDEX", "INSTR_WIDTH", "FLAG_DEP_A", "FLAG_DEP_B", "Program",
+    "LoweringError", "lower", "lower_cached", "pack_programs", "absolute_operands", "count_nodes",
+    "evaluate_program_numpy",
+]

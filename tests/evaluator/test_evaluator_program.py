@@ -1,0 +1,97 @@
+"""Lowering: the register program computes exactly what the AST means (numpy reference)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sr_dist.evaluator.program import (
+    OPCODES, LoweringError, Program, evaluate_program_numpy, lower, pack_programs,
+)
+from sr_dist.formula import Node, evaluate_numpy, parse_formula
+
+CASES = json.loads((Path(__file__).parent / "lowering_cases.json").read_text())
+NAMES = ("x0", "x1", "x2")
+
+
+def _rows() -> np.ndarray:
+    return np.random.default_rng(3).uniform(1.0, 3.0, size=(64, 3))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["formula"] for c in CASES])
+def test_lowering_conformance(case: dict) -> None:
+    f = parse_formula(case["formula"], NAMES)
+    consts = [f"c{i}" for i in range(len(f.canonical_constants))]
+    prog = lower(f.canonical_tree, NAMES, consts)
+    X = _rows()
+    values = {c: 0.5 + 0.25 * i for i, c in enumerate(consts)}
+    want = evaluate_numpy(f.canonical_tree, X, NAMES, values)
+    got = evaluate_program_numpy(prog, X, [values[c] for c in consts])
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+    assert np.all(np.isfinite(want)) == (not case.get("nonfinite", False))
+    if "instructions" in case:
+        assert prog.n_instructions == case["instructions"]
+    if "temps" in case:
+        assert prog.n_temps == case["temps"]
+    if "literals" in case:
+        assert len(prog.literals) == case["literals"]
+    assert prog.n_nodes == f.complexity or prog.n_nodes == _count(f.canonical_tree)
+
+
+def _count(node: Node) -> int:
+    return 1 + sum(_count(a) for a in node.args)
+
+
+def test_dependence_flags_mark_constant_operands() -> None:
+    prog = lower(parse_formula("c*x0 + x1**5", NAMES).canonical_tree, NAMES, ["c0"])
+    flags = {OPCODES[op]: fl for op, _dst, _a, _b, fl in prog.instructions if OPCODES[op] == "pow"}
+    assert flags == {"pow": 0}  # x1**5 depends on no constant: its partials must be guarded
+    assert any(fl for *_rest, fl in prog.instructions)
+
+
+def test_unknown_names_are_lowering_errors() -> None:
+    with pytest.raises(LoweringError, match="unknown variable 'z'"):
+        lower(Node("var", name="z"), NAMES, [])
+    with pytest.raises(LoweringError, match="unknown constant"):
+        lower(Node("const", name="k"), NAMES, [])
+    with pytest.raises(LoweringError, match="unknown operator"):
+        lower(Node("gamma", (Node("var", name="x0"),)), NAMES, [])
+    with pytest.raises(LoweringError, match="two operands"):
+        lower(Node("add", (Node("var", name="x0"),)), NAMES, [])
+
+
+def test_deep_chain_lowers_and_too_deep_is_an_error() -> None:
+    node = Node("var", name="x0")
+    for _ in range(400):
+        node = Node("sin", (node,))
+    prog = lower(node, NAMES, [])
+    assert prog.n_instructions == 400 and prog.n_temps == 1
+    for _ in range(200):
+        node = Node("cos", (node,))
+    with pytest.raises(LoweringError, match="nested too deeply"):
+        lower(node, NAMES, [])
+
+
+def test_pack_places_operands_in_bucket_layout() -> None:
+    prog = lower(parse_formula("a*x1 + 2", NAMES).canonical_tree, NAMES, ["c0"])
+    code, meta, lits = pack_programs([prog], n_vars=3, n_consts=4, n_lits=2, n_instr=8,
+                                     capacity=3)
+    assert code.shape == (3, 8, 5) and meta.shape == (3, 3) and lits.shape == (3, 2)
+    assert meta[0, 0] == prog.n_instructions and meta[0, 2] == 1
+    tmp_base = 3 + 4 + 2
+    used = set(code[0, : prog.n_instructions, 2:4].ravel().tolist())
+    assert 3 in used and 1 in used  # constant c0 -> register 3, x1 -> register 1
+    assert meta[0, 1] == tmp_base and meta[1, 0] == 0  # padding rows run no instruction
+    assert lits[0, 0] == 2.0
+    with pytest.raises(ValueError):
+        pack_programs([prog], n_vars=3, n_consts=0, n_lits=2, n_instr=8, capacity=1)
+
+
+def test_program_is_frozen_value() -> None:
+    prog = lower(parse_formula("x0 + 1", NAMES).tree, NAMES, [])
+    assert isinstance(prog, Program)
+    with pytest.raises(AttributeError):
+        prog.n_temps = 5  # type: ignore[misc]
