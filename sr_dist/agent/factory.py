@@ -1,0 +1,111 @@
+"""``build_agent``: one formula-search episode wired up from a model, a dataset and an evaluator.
+
+This is what an in-process run and the Ray ``AgentActor`` call: it picks the parser for the
+model's tool mode, binds the formula tools to a fresh tool context, writes the system prompt
+from the data summary, and fills ``context.info`` with what offline proposers read (the
+variables, the seed, the dataset's name and a sample of training rows; ``info`` is never sent
+to a provider).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from sr_dist.agent.compaction import CompactionPolicy
+from sr_dist.agent.loop import Agent, AgentLimits
+from sr_dist.agent.prompt import system_prompt, task_message
+from sr_dist.context import Context
+from sr_dist.models.base import ModelProtocol
+from sr_dist.parsers import BaseParser, get_parser
+
+__all__ = ["PARSER_FOR_TOOL_MODE", "build_agent", "parser_for", "problem_info"]
+
+#: Which parser reads a model's replies, by ``model.tool_mode``.
+PARSER_FOR_TOOL_MODE: Mapping[str, str] = {"native": "openai", "json": "json", "text": "text"}
+#: Training rows handed to offline proposers in ``context.info["sample"]``.
+DEFAULT_SAMPLE_ROWS = 500
+
+
+def parser_for(model: ModelProtocol) -> BaseParser:
+    """The parser for ``model.tool_mode``; ``ValueError`` for a mode no parser reads."""
+    mode = getattr(model, "tool_mode", None)
+    name = PARSER_FOR_TOOL_MODE.get(mode) if isinstance(mode, str) else None
+    if name is None:
+        raise ValueError(f"model {getattr(model, 'name', model)!r} has tool_mode {mode!r}; expected one of {', '.join(PARSER_FOR_TOOL_MODE)}")
+    return get_parser(name)
+
+
+def problem_info(dataset: Any, *, seed: int = 0, agent_id: int = 0, sample_rows: int = DEFAULT_SAMPLE_ROWS) -> dict[str, Any]:
+    """``context.info`` for a dataset: names, seed, and the first ``sample_rows`` training rows."""
+    X = np.asarray(dataset.X_train, dtype=float)
+    y = np.asarray(dataset.y_train, dtype=float).ravel()
+    rows = max(0, min(int(sample_rows), len(y)))
+    return {
+        "variables": list(dataset.feature_names),
+        "target": str(getattr(dataset, "target_name", "y")),
+        "dataset": str(getattr(dataset, "name", "")),
+        "seed": int(seed),
+        "agent_id": int(agent_id),
+        "sample": {"X": X[:rows].reshape(rows, -1).tolist(), "y": y[:rows].tolist()},
+    }
+
+
+def build_agent(
+    model: ModelProtocol,
+    dataset: Any,
+    evaluator: Any,
+    *,
+    limits: AgentLimits | None = None,
+    recorder: Any = None,
+    agent_id: int = 0,
+    seed: int = 0,
+    parser: BaseParser | None = None,
+    tools: Iterable[str] | None = None,
+    compaction: CompactionPolicy | None = None,
+    cancel_event: Any = None,
+    max_expressions_per_call: int | None = None,
+    sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    extra_tools: Iterable[Any] = (),
+) -> Agent:
+    """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.tool_context`` holds
+    the archive, the episode state and the cancel event."""
+    # Imported here: formula_tools imports sr_dist.agent.state, so a top-level import would be circular.
+    from sr_dist.tools.formula_tools import (
+        DEFAULT_MAX_EXPRESSIONS,
+        FORMULA_TOOLS,
+        build_formula_catalog,
+        format_data_summary,
+        formula_tool_context,
+        summarize_data,
+    )
+
+    tool_context = formula_tool_context(
+        dataset,
+        evaluator,
+        recorder=recorder,
+        agent_id=agent_id,
+        cancel_event=cancel_event if cancel_event is not None else threading.Event(),
+        max_expressions_per_call=max_expressions_per_call or DEFAULT_MAX_EXPRESSIONS,
+    )
+    names = tuple(tools) if tools is not None else FORMULA_TOOLS
+    # extra_tools: tools from elsewhere (MCP servers) in the same flat catalog.
+    catalog = build_formula_catalog(tool_context, names, extra=extra_tools)
+    parser = parser if parser is not None else parser_for(model)
+    variables = list(dataset.feature_names)
+    target = str(getattr(dataset, "target_name", "y"))
+    system = system_prompt(
+        variables=variables,
+        target=target,
+        data_text=format_data_summary(summarize_data(dataset)),
+        tools_text=parser.format_tools(catalog.specs()),
+        tool_names=catalog.names(),
+    )
+    context = Context(
+        system=system,
+        messages=[{"role": "user", "content": task_message(variables=variables, target=target)}],
+        info=problem_info(dataset, seed=seed, agent_id=agent_id, sample_rows=sample_rows),
+    )
+    return Agent(model, parser, catalog, context, limits, tool_context=tool_context, compaction=compaction)

@@ -1,0 +1,618 @@
+"""The agent loop: model call → parse → run the calls → result messages, until a limit stops it.
+
+``Agent(model, parser, catalog, context, limits).run()`` (or ``await arun()``) returns an
+:class:`AgentResult`; it never raises for anything the model, the provider or a tool does. A
+model error (after the adapter's own retries) ends the run with ``stop_reason ==
+"model_error:<kind>"``; malformed calls and tool failures go back to the model as messages;
+the conversation is kept bounded by :mod:`sr_dist.agent.compaction`.
+
+The loop itself is a thin stateful shell: what a limit means (:func:`stop_before_turn`,
+:func:`stop_after_turn`), how calls are grouped (:func:`call_groups`) and how the conversation
+is compacted are plain functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from sr_dist.agent.compaction import (
+    COMPACTED,
+    CompactionPolicy,
+    TurnLog,
+    history_result,
+    render_conversation,
+    summarize_result,
+    summarize_results,
+)
+from sr_dist.agent.prompt import nudge_message, truncated_message
+from sr_dist.agent.state import Candidate, CandidateArchive, EpisodeState, fitness
+from sr_dist.context import Context
+from sr_dist.models.base import ModelError, ModelProtocol, ModelResponse, Usage
+from sr_dist.parsers.base import BaseParser
+from sr_dist.tools.execution import run_coroutine_blocking
+from sr_dist.tools.outcomes import failure_result
+from sr_dist.tools.registry import ToolCatalog
+from sr_dist.tools.types import ToolCall, ToolCallResult, ToolRunAbort
+
+__all__ = [
+    "STOP_REASONS",
+    "Agent",
+    "AgentLimits",
+    "AgentResult",
+    "BestFormula",
+    "Counters",
+    "call_groups",
+    "stop_after_turn",
+    "stop_before_turn",
+]
+
+log = logging.getLogger(__name__)
+
+#: Every ``AgentResult.stop_reason`` (``model_error:<kind>`` carries the ``ModelError`` kind).
+STOP_REASONS = (
+    "max_turns",
+    "max_tool_calls",
+    "max_tokens",
+    "deadline",
+    "failure_budget",
+    "target_nmse",
+    "submitted",
+    "model_error:<kind>",
+    "cancelled",
+    "no_tool_calls",
+    "aborted",
+    "internal_error",
+)
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    """When a run stops; ``None`` means no limit.
+
+    ``failure_budget`` counts consecutive failed turns (a reply cut at the token limit, or a
+    turn whose calls all failed or could not be read); ``max_prose_turns`` consecutive replies
+    without any tool call end the run (each earlier one gets a nudge); ``max_tokens`` bounds the
+    total tokens the provider reported; ``deadline_s`` is wall time from the start of the run,
+    enforced around model and tool calls too.
+    """
+
+    max_turns: int | None = 50
+    max_tool_calls: int | None = None
+    max_tokens: int | None = None
+    deadline_s: float | None = None
+    failure_budget: int | None = 5
+    target_nmse: float | None = None
+    max_prose_turns: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_tool_calls", "max_tokens", "failure_budget"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"AgentLimits.{name} must be a positive integer or None, got {value!r}")
+        if self.deadline_s is not None and not (isinstance(self.deadline_s, (int, float)) and self.deadline_s > 0):
+            raise ValueError(f"AgentLimits.deadline_s must be a positive number or None, got {self.deadline_s!r}")
+        if self.target_nmse is not None and not (isinstance(self.target_nmse, (int, float)) and self.target_nmse >= 0):
+            raise ValueError(f"AgentLimits.target_nmse must be a non-negative number or None, got {self.target_nmse!r}")
+        if isinstance(self.max_prose_turns, bool) or not isinstance(self.max_prose_turns, int) or self.max_prose_turns < 1:
+            raise ValueError(f"AgentLimits.max_prose_turns must be a positive integer, got {self.max_prose_turns!r}")
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> "AgentLimits":
+        """From a config mapping (e.g. the Hydra ``search`` group); unknown keys are an error."""
+        cfg = dict(cfg or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ValueError(f"unknown agent limit(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**cfg)
+
+
+@dataclass(frozen=True)
+class BestFormula:
+    """A formula an episode found (its best) or answered with (its submission)."""
+
+    expression: str
+    canonical: str | None
+    constants: Mapping[str, float]
+    complexity: int | None
+    train_nmse: float | None
+    val_nmse: float | None
+    test_nmse: float | None
+    step: int
+    tool_call_id: str | None
+
+    @classmethod
+    def from_candidate(cls, cand: Candidate) -> "BestFormula":
+        return cls(
+            expression=cand.expression,
+            canonical=cand.canonical,
+            constants=dict(cand.constants),
+            complexity=cand.complexity,
+            train_nmse=cand.train_nmse,
+            val_nmse=cand.val_nmse,
+            test_nmse=cand.test_nmse,
+            step=cand.step,
+            tool_call_id=cand.tool_call_id,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "expression": self.expression,
+            "canonical": self.canonical,
+            "constants": dict(self.constants),
+            "complexity": self.complexity,
+            "train_nmse": self.train_nmse,
+            "val_nmse": self.val_nmse,
+            "test_nmse": self.test_nmse,
+            "step": self.step,
+            "tool_call_id": self.tool_call_id,
+        }
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """How an episode ended. Equal for a run and its replay: ``model`` (a replay is named
+    ``replay:<recorded>``) and ``elapsed_s`` take no part in equality."""
+
+    stop_reason: str
+    best: BestFormula | None
+    submitted: BestFormula | None
+    turns: int
+    tool_calls: int
+    failed_tool_calls: int
+    usage: Usage
+    candidates: int
+    error: str | None = None
+    model: str = field(default="", compare=False)
+    recording_errors: int = 0
+    elapsed_s: float = field(default=0.0, compare=False)
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stop_reason": self.stop_reason,
+            "best": self.best.to_dict() if self.best else None,
+            "submitted": self.submitted.to_dict() if self.submitted else None,
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "failed_tool_calls": self.failed_tool_calls,
+            "usage": self.usage.to_dict(),
+            "candidates": self.candidates,
+            "error": self.error,
+            "model": self.model,
+            "recording_errors": self.recording_errors,
+            "elapsed_s": self.elapsed_s,
+        }
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The run's progress, as the stop rules see it."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    failed_tool_calls: int = 0
+    tokens: int = 0
+    consecutive_failures: int = 0
+    prose_streak: int = 0
+    best_nmse: float = math.inf
+
+
+def stop_before_turn(c: Counters, limits: AgentLimits, *, elapsed_s: float, cancelled: bool) -> str | None:
+    """The reason not to start another turn, or None."""
+    if cancelled:
+        return "cancelled"
+    if limits.deadline_s is not None and elapsed_s >= limits.deadline_s:
+        return "deadline"
+    if limits.max_turns is not None and c.turns >= limits.max_turns:
+        return "max_turns"
+    if limits.max_tool_calls is not None and c.tool_calls >= limits.max_tool_calls:
+        return "max_tool_calls"
+    if limits.max_tokens is not None and c.tokens >= limits.max_tokens:
+        return "max_tokens"
+    return None
+
+
+def stop_after_turn(c: Counters, limits: AgentLimits, *, submitted: bool) -> str | None:
+    """The reason to end the run after a completed turn, or None (checked in this order)."""
+    if submitted:
+        return "submitted"
+    if limits.target_nmse is not None and c.best_nmse <= limits.target_nmse:
+        return "target_nmse"
+    if limits.failure_budget is not None and c.consecutive_failures >= limits.failure_budget:
+        return "failure_budget"
+    if c.prose_streak >= limits.max_prose_turns:
+        return "no_tool_calls"
+    if limits.max_tool_calls is not None and c.tool_calls >= limits.max_tool_calls:
+        return "max_tool_calls"
+    if limits.max_tokens is not None and c.tokens >= limits.max_tokens:
+        return "max_tokens"
+    return None
+
+
+def call_groups(parallel_ok: Sequence[bool]) -> list[list[int]]:
+    """Indices of a turn's calls in run order: a run of consecutive parallel-safe calls forms
+    one group (run together); every other call is a group of its own (run alone, in order)."""
+    groups: list[list[int]] = []
+    for index, ok in enumerate(parallel_ok):
+        if ok and groups and parallel_ok[groups[-1][-1]]:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One call of a turn: what was asked, and why it cannot run if it cannot."""
+
+    call: ToolCall
+    error: str | None = None
+
+
+class _Stop(Exception):
+    """Ends the run from inside a turn (deadline during a call, a tool's ToolRunAbort)."""
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or reason)
+        self.reason = reason
+        self.message = message
+
+
+def _not_run(call: ToolCall, why: str) -> ToolCallResult:
+    return failure_result(call.name, "cancelled", f"not run: {why}", elapsed_s=0.0, max_chars=2000, call_id=call.id)
+
+
+def _unreadable(call: ToolCall, reason: str) -> ToolCallResult:
+    return failure_result(
+        call.name or "unknown", "invalid_tool_call", reason, elapsed_s=0.0, max_chars=4000, model_visible=True, call_id=call.id
+    )
+
+
+class Agent:
+    """One agent episode against one model, with one catalog of tools.
+
+    ``context`` holds the system prompt and the starting messages (kept verbatim); the loop
+    appends each turn and re-renders the conversation, compacted, before every model call.
+    ``tool_context`` is the mapping the catalog's tools share (see
+    :func:`sr_dist.tools.formula_tools.formula_tool_context`): the loop reads its ``archive``
+    (best so far, ``target_nmse``), ``episode`` (step, submission) and ``cancel_event``.
+    An agent runs once.
+    """
+
+    def __init__(
+        self,
+        model: ModelProtocol,
+        parser: BaseParser,
+        catalog: ToolCatalog,
+        context: Context,
+        limits: AgentLimits | None = None,
+        *,
+        tool_context: Mapping[str, Any] | None = None,
+        compaction: CompactionPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.parser = parser
+        self.catalog = catalog
+        self.context = context
+        self.limits = limits if limits is not None else AgentLimits()
+        self.compaction = compaction if compaction is not None else CompactionPolicy()
+        tool_context = tool_context if tool_context is not None else {}
+        #: The mapping the catalog's tools share (``archive``, ``episode``, ``cancel_event``, ...).
+        self.tool_context: Mapping[str, Any] = tool_context
+        archive = tool_context.get("archive")
+        episode = tool_context.get("episode")
+        self.archive: CandidateArchive = archive if isinstance(archive, CandidateArchive) else CandidateArchive()
+        self.episode: EpisodeState = episode if isinstance(episode, EpisodeState) else EpisodeState()
+        self.cancel_event: Any = tool_context.get("cancel_event") or threading.Event()
+        self._clock = clock
+        self._native = parser.name == "openai"
+        self._tools = catalog.openai_tools()
+        self._tool_names = catalog.names()
+        tools_text = parser.format_tools(catalog.specs())
+        if tools_text and tools_text not in context.system:
+            context.system = (context.system.rstrip() + "\n\n" + tools_text) if context.system.strip() else tools_text
+        self._head: list[dict[str, Any]] = []
+        self._turn_logs: list[TurnLog] = []
+        self._dropped = 0
+        self._counters = Counters()
+        self._usage = Usage()
+        self._started = False
+        self._start = 0.0
+
+    # ------------------------------------------------------------------ entry points
+
+    def run(self) -> AgentResult:
+        """Run to the end; works with or without an event loop running in this thread."""
+        return run_coroutine_blocking(self.arun())
+
+    async def arun(self) -> AgentResult:
+        """Run to the end and return the result; never raises for model, provider or tool trouble."""
+        if self._started:
+            raise RuntimeError("this Agent has already run; build a new one for another episode")
+        self._started = True
+        self._start = self._clock()
+        self._head = [dict(m) for m in self.context.messages]  # the task: always sent verbatim
+        stop: str | None = None
+        error: str | None = None
+        while stop is None:
+            stop = stop_before_turn(
+                self._counters, self.limits, elapsed_s=self._elapsed(), cancelled=self._cancelled()
+            )
+            if stop is not None:
+                break
+            try:
+                stop, error = await self._turn()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a bug somewhere below: end this agent, not the whole run
+                log.exception("agent %s: internal error in turn %d", self.episode.agent_id, self._counters.turns)
+                stop, error = "internal_error", f"{type(exc).__name__}: {exc}"
+        return self._result(stop, error)
+
+    # ------------------------------------------------------------------ one turn
+
+    async def _turn(self) -> tuple[str | None, str | None]:
+        turn = self._counters.turns + 1
+        self._bump(turns=turn)
+        self.episode.begin_turn(turn)
+        self._render()
+        try:
+            response = await self._within_deadline(self.model.acall(self.context, self._tools))
+        except _Stop as timed_out:
+            return timed_out.reason, timed_out.message
+        except ModelError as err:
+            log.warning("agent %s: model error ends the run: %s", self.episode.agent_id, err)
+            return f"model_error:{err.kind}", str(err)
+        if not isinstance(response, ModelResponse):
+            return "internal_error", f"the model returned {type(response).__name__}, not a ModelResponse"
+        self._usage = self._usage + response.usage
+        self._bump(tokens=self._usage.total_tokens)
+
+        slots, assistant, errors = self._read(response, turn)
+        stop: _Stop | None = None
+        results: list[ToolCallResult] = []
+        if slots:
+            results, stop = await self._run_calls(slots)
+        self._log_turn(assistant, slots, results, errors, response)
+        self._account(slots, results, errors, response)
+        if stop is not None:
+            if stop.reason == "aborted" and self.episode.submission is not None:
+                return "submitted", None
+            return stop.reason, stop.message
+        return (
+            stop_after_turn(self._counters, self.limits, submitted=self.episode.submission is not None),
+            None,
+        )
+
+    def _read(self, response: ModelResponse, turn: int) -> tuple[list[_Slot], dict[str, Any], list[str]]:
+        """The turn's calls (readable or not), the assistant message to keep, and parse errors."""
+        if self._native and response.tool_calls:
+            raws: list[dict[str, Any]] = []
+            for position, raw in enumerate(response.tool_calls):
+                raw = dict(raw)
+                if not isinstance(raw.get("id"), str) or not raw["id"]:
+                    raw["id"] = f"call_{turn}_{position}"
+                raws.append(raw)
+            parsed = self.parser.parse("", native_calls=raws)
+            readable = {call.id: call for call in parsed.calls}
+            slots: list[_Slot] = []
+            for raw in raws:
+                call = readable.get(raw["id"])
+                if call is not None:
+                    slots.append(_Slot(call))
+                    continue
+                fn = raw.get("function")
+                given = fn.get("name") if isinstance(fn, Mapping) else None
+                name = given if isinstance(given, str) and given else "unknown"
+                mine = [e for e in parsed.errors if f"(id {raw['id']})" in e]
+                if not mine:  # the parser did not label the error: read this call alone
+                    mine = list(self.parser.parse("", native_calls=[raw]).errors)
+                reason = " ".join(mine) or "the tool call could not be read"
+                slots.append(_Slot(ToolCall(name=name, arguments={}, id=raw["id"]), reason))
+            assistant = {"role": "assistant", "content": response.text or None, "tool_calls": raws}
+            return slots, assistant, []
+        parsed = self.parser.parse(response.text, native_calls=response.tool_calls or None)
+        slots = [_Slot(call) for call in parsed.calls]
+        if self._native:
+            assistant = self.parser.assistant_message(response.text, parsed.calls)
+            if not parsed.calls:
+                assistant["content"] = response.text or ""
+        else:
+            assistant = {"role": "assistant", "content": response.text or ""}
+        return slots, assistant, list(parsed.errors)
+
+    async def _run_calls(self, slots: Sequence[_Slot]) -> tuple[list[ToolCallResult], _Stop | None]:
+        """Run the readable calls in order (parallel-safe neighbours together); answer every slot.
+
+        Returns one result per slot and, when the run must end mid-turn (deadline, a tool's
+        ``ToolRunAbort``), why; the calls not reached then get a "not run" result.
+        """
+        results: list[ToolCallResult | None] = [
+            _unreadable(s.call, s.error) if s.error is not None else None for s in slots
+        ]
+        runnable = [i for i, s in enumerate(slots) if s.error is None]
+        flags = [self._parallel_safe(slots[i].call.name) for i in runnable]
+        stop: _Stop | None = None
+        for group in call_groups(flags):
+            if stop is not None:
+                break
+            todo: list[int] = []
+            for i in (runnable[g] for g in group):
+                why = self._why_not_run(pending=len(todo))
+                if why is not None:
+                    results[i] = _not_run(slots[i].call, why)
+                else:
+                    todo.append(i)
+            if not todo:
+                continue
+            self._bump(tool_calls=self._counters.tool_calls + len(todo))
+            self.episode.begin_call(slots[todo[0]].call.id if len(todo) == 1 else None)
+            outcomes = await asyncio.gather(*(self._invoke(slots[i].call) for i in todo))
+            for i, (result, why_stop) in zip(todo, outcomes):
+                results[i] = result
+                stop = stop or why_stop
+        why = "the run stopped before this call" if stop is None else f"the run stopped ({stop.reason})"
+        return [r if r is not None else _not_run(s.call, why) for r, s in zip(results, slots)], stop
+
+    async def _invoke(self, call: ToolCall) -> tuple[ToolCallResult, _Stop | None]:
+        try:
+            return await self._within_deadline(self.catalog.ainvoke(call)), None
+        except ToolRunAbort as abort:
+            reason = f"the tool ended the run: {abort}" if str(abort) else "the tool ended the run"
+            result = failure_result(call.name, "cancelled", reason, elapsed_s=0.0, max_chars=2000, call_id=call.id)
+            return result, _Stop("aborted", str(abort) or f"tool {call.name!r} ended the run")
+        except _Stop as stop:
+            result = failure_result(
+                call.name,
+                "timeout",
+                "the run's deadline passed while this tool ran; its result was discarded",
+                elapsed_s=0.0,
+                max_chars=2000,
+                call_id=call.id,
+            )
+            return result, stop
+
+    def _why_not_run(self, pending: int = 0) -> str | None:
+        """Why the next call may not run (``pending`` calls of its group are already admitted)."""
+        if self._cancelled():
+            return "the run was cancelled"
+        if self.limits.deadline_s is not None and self._elapsed() >= self.limits.deadline_s:
+            return "the run's deadline passed"
+        cap = self.limits.max_tool_calls
+        if cap is not None and self._counters.tool_calls + pending >= cap:
+            return f"the run's limit of {cap} tool calls was reached"
+        return None
+
+    def _parallel_safe(self, name: str) -> bool:
+        tool = self.catalog.get(name)
+        meta = getattr(tool, "metadata", None)
+        return bool(meta is not None and meta.read_only and meta.idempotent)
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _log_turn(
+        self,
+        assistant: dict[str, Any],
+        slots: Sequence[_Slot],
+        results: Sequence[ToolCallResult],
+        errors: Sequence[str],
+        response: ModelResponse,
+    ) -> None:
+        calls = [s.call for s in slots]
+        for call, result in zip(calls, results):
+            self.context.tool_history.append((call, history_result(result, self.compaction)))
+        messages: list[dict[str, Any]] = [assistant]
+        summaries: list[str | None] = [None]
+        if calls or errors:
+            answered = self.parser.result_messages(calls, results, errors=errors)
+            messages.extend(answered)
+            if self._native:
+                by_id = {c.id: (c, r) for c, r in zip(calls, results)}
+                for message in answered:
+                    pair = by_id.get(message.get("tool_call_id")) if message.get("role") == "tool" else None
+                    if pair is not None:
+                        summaries.append(f"{COMPACTED} {summarize_result(*pair)}")
+                    else:
+                        summaries.append(summarize_results([], [], errors) if errors else None)
+            else:
+                summaries.extend(summarize_results(calls, results, errors) for _ in answered)
+        notes = []
+        if response.truncated:
+            notes.append(truncated_message())
+        if not calls and not errors and not response.truncated:
+            if self._counters.prose_streak + 1 < self.limits.max_prose_turns:
+                notes.append(nudge_message(self._tool_names))
+        if notes:
+            text = "\n\n".join(notes)
+            last = messages[-1]
+            if last.get("role") == "user" and isinstance(last.get("content"), str):
+                messages[-1] = {**last, "content": last["content"] + "\n\n" + text}
+            else:
+                messages.append({"role": "user", "content": text})
+                summaries.append(None)
+        self._turn_logs.append(TurnLog(tuple(messages), tuple(summaries)))
+        self._render()
+
+    def _account(
+        self, slots: Sequence[_Slot], results: Sequence[ToolCallResult], errors: Sequence[str], response: ModelResponse
+    ) -> None:
+        c = self._counters
+        unreadable = sum(1 for s in slots if s.error is not None)
+        failed = sum(1 for r in results if not r.ok)
+        succeeded = len(results) - failed
+        had_problem = bool(errors) or failed > 0
+        failed_turn = response.truncated or (succeeded == 0 and had_problem)
+        prose = not slots and not errors and not response.truncated
+        best = self.archive.best()
+        self._bump(
+            tool_calls=c.tool_calls + unreadable,
+            failed_tool_calls=c.failed_tool_calls + sum(1 for r in results if not r.ok and r.error_kind != "cancelled"),
+            consecutive_failures=c.consecutive_failures + 1 if failed_turn else 0,
+            prose_streak=c.prose_streak + 1 if prose else 0,
+            best_nmse=fitness(best) if best is not None else math.inf,
+        )
+
+    def _render(self) -> None:
+        messages, dropped = render_conversation(self._head, self._turn_logs, self.compaction, self._dropped)
+        if dropped:
+            del self._turn_logs[:dropped]
+            self._dropped += dropped
+        self.context.messages = messages
+
+    def _bump(self, **changes: Any) -> None:
+        self._counters = Counters(**{**self._counters.__dict__, **changes})
+
+    def _elapsed(self) -> float:
+        return self._clock() - self._start
+
+    def _cancelled(self) -> bool:
+        is_set = getattr(self.cancel_event, "is_set", None)
+        return bool(is_set()) if callable(is_set) else False
+
+    async def _within_deadline(self, awaitable: Any) -> Any:
+        if self.limits.deadline_s is None:
+            return await awaitable
+        remaining = self.limits.deadline_s - self._elapsed()
+        if remaining <= 0:
+            close = getattr(awaitable, "close", None)
+            if callable(close):
+                close()
+            raise _Stop("deadline", f"the run's deadline of {self.limits.deadline_s:g}s passed")
+        try:
+            return await asyncio.wait_for(awaitable, timeout=remaining)
+        except TimeoutError:
+            raise _Stop("deadline", f"the run's deadline of {self.limits.deadline_s:g}s passed") from None
+
+    def _result(self, stop: str, error: str | None) -> AgentResult:
+        best = self.archive.best()
+        submission = self.episode.submission
+        c = self._counters
+        return AgentResult(
+            stop_reason=stop,
+            best=BestFormula.from_candidate(best) if best is not None else None,
+            submitted=BestFormula.from_candidate(submission.candidate) if submission is not None else None,
+            turns=c.turns,
+            tool_calls=c.tool_calls,
+            failed_tool_calls=c.failed_tool_calls,
+            usage=self._usage,
+            candidates=len(self.archive),
+            error=error,
+            model=str(getattr(self.model, "name", "")),
+            recording_errors=self.episode.recording_errors,
+            elapsed_s=self._elapsed(),
+        )
+
+    def __repr__(self) -> str:
+        return f"Agent(model={getattr(self.model, 'name', '?')!r}, parser={self.parser.name!r}, tools={list(self._tool_names)})"
+

@@ -1,0 +1,511 @@
+"""The tools an sr-dist agent searches with: evaluate, inspect the data, review, submit.
+
+The model passes only formulas and small options; the dataset, the evaluator (the in-process
+:class:`~sr_dist.evaluator.Evaluator` or an adapter around the Ray actor), the recorder, the
+episode's :class:`~sr_dist.agent.state.CandidateArchive` and its
+:class:`~sr_dist.agent.state.EpisodeState` come from the tool context, built by
+:func:`formula_tool_context`. Every candidate any tool fits is recorded (recorder and archive).
+
+Tool context keys: ``dataset``, ``evaluator`` (``fit_many(list[str]) -> list[FitResult]``, may
+return an awaitable), ``recorder`` (``record(fits, *, agent_id, step, tool_call_id)`` or
+None), ``archive``, ``episode``, ``cancel_event``, ``max_expressions_per_call``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from sr_dist.agent.state import Candidate, CandidateArchive, EpisodeState, Submission, best_of, candidate_from_fit, fitness, rank_key
+from sr_dist.tools.base import BaseTool
+from sr_dist.tools.execution import run_coroutine_blocking
+from sr_dist.tools.metadata import ToolMetadata
+from sr_dist.tools.registry import ToolCatalog, ToolRegistry
+
+__all__ = [
+    "FORMULA_TOOLS",
+    "DEFAULT_MAX_EXPRESSIONS",
+    "BestFormulas",
+    "DataSummary",
+    "EvaluateFormulas",
+    "EvaluatorFailure",
+    "FitRecorder",
+    "ListRecorder",
+    "RecordedBatch",
+    "SubmitFormula",
+    "build_formula_catalog",
+    "fit_record",
+    "format_nmse",
+    "formula_tool_context",
+    "summarize_data",
+]
+
+log = logging.getLogger(__name__)
+
+#: The formula tools, in the order they are shown to the model.
+FORMULA_TOOLS: tuple[str, ...] = ("evaluate_formulas", "data_summary", "best_formulas", "submit_formula")
+#: Default cap on expressions per ``evaluate_formulas`` call (more is a model-visible error).
+DEFAULT_MAX_EXPRESSIONS = 64
+#: Longest rationale kept from ``submit_formula``.
+MAX_RATIONALE_CHARS = 2000
+#: Fields of each ``evaluate_formulas`` result (what ``evolve`` and the compactor read).
+RESULT_FIELDS = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse", "complexity", "error")
+
+
+class FitRecorder(Protocol):
+    """Where fitted candidates go for the results table (the Ray run sends them to the writer)."""
+
+    def __call__(self, fits: Sequence[Any], *, agent_id: int, step: int, tool_call_id: str | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class RecordedBatch:
+    """One recorder call: the fits of one tool call and where they came from."""
+
+    fits: tuple[Any, ...]
+    agent_id: int
+    step: int
+    tool_call_id: str | None
+
+
+class ListRecorder:
+    """An in-memory, thread-safe :class:`FitRecorder` for tests and in-process runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batches: list[RecordedBatch] = []
+
+    def __call__(self, fits: Sequence[Any], *, agent_id: int, step: int, tool_call_id: str | None) -> None:
+        with self._lock:
+            self._batches.append(RecordedBatch(tuple(fits), int(agent_id), int(step), tool_call_id))
+
+    @property
+    def batches(self) -> list[RecordedBatch]:
+        with self._lock:
+            return list(self._batches)
+
+    @property
+    def fits(self) -> list[Any]:
+        """Every recorded fit, in recording order."""
+        return [fit for batch in self.batches for fit in batch.fits]
+
+    def __len__(self) -> int:
+        return len(self.fits)
+
+
+class EvaluatorFailure(RuntimeError):
+    """The evaluator itself failed (not a bad formula): e.g. its actor died."""
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def _finite_or_none(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _sig(value: Any, digits: int) -> str:
+    """``value`` with ``digits`` significant digits; ``-`` for missing, ``inf``/``nan`` spelled out."""
+    number = _finite_or_none(value)
+    if number is None:
+        return "-"
+    if math.isnan(number):
+        return "nan"
+    if math.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    return format(number, f".{digits}g")
+
+
+def format_nmse(value: Any) -> str:
+    """An NMSE for the model: 4 significant digits (enough to rank, short enough to scan)."""
+    return _sig(value, 4)
+
+
+def fit_record(fit: Any) -> dict[str, Any]:
+    """The structured result of one fit, as ``evaluate_formulas`` returns it (:data:`RESULT_FIELDS`)."""
+    cand = candidate_from_fit(fit)
+    return {
+        "expression": cand.expression,
+        "canonical": cand.canonical,
+        "status": cand.status,
+        "constants": dict(cand.constants),
+        "train_nmse": cand.train_nmse,
+        "val_nmse": cand.val_nmse,
+        "complexity": cand.complexity,
+        "error": cand.error,
+    }
+
+
+def _candidate_brief(cand: Candidate) -> dict[str, Any]:
+    return {
+        "expression": cand.expression,
+        "canonical": cand.canonical,
+        "constants": dict(cand.constants),
+        "train_nmse": cand.train_nmse,
+        "val_nmse": cand.val_nmse,
+        "complexity": cand.complexity,
+    }
+
+
+def _constants_text(constants: Mapping[str, Any]) -> str:
+    if not constants:
+        return ""
+    return " [" + ", ".join(f"{name}={_sig(value, 5)}" for name, value in constants.items()) + "]"
+
+
+def _indent_rest(text: str) -> str:
+    lines = str(text).splitlines() or [""]
+    return "\n".join([lines[0], *("      " + line for line in lines[1:])])
+
+
+def _result_line(index: int, record: Mapping[str, Any]) -> str:
+    status = record.get("status")
+    expression = record.get("expression")
+    if status == "ok":
+        return (
+            f"{index}. ok val_nmse={format_nmse(record.get('val_nmse'))} "
+            f"train_nmse={format_nmse(record.get('train_nmse'))} complexity={record.get('complexity')} "
+            f"{expression}{_constants_text(record.get('constants') or {})}"
+        )
+    return f"{index}. {status} {expression} :: " + _indent_rest(record.get("error") or "no details")
+
+
+def _mean_finite(values: np.ndarray) -> float | None:
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else None
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float | None:
+    keep = np.isfinite(a) & np.isfinite(b)
+    if keep.sum() < 3:
+        return None
+    a, b = a[keep], b[keep]
+    if float(np.std(a)) == 0.0 or float(np.std(b)) == 0.0:
+        return None
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _column_stats(values: np.ndarray) -> dict[str, Any]:
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return {"min": None, "max": None, "mean": None, "std": None, "positive": False}
+    return {
+        "min": float(finite.min()),
+        "max": float(finite.max()),
+        "mean": float(finite.mean()),
+        "std": float(finite.std()),
+        "positive": bool((finite > 0).all()),
+    }
+
+
+def summarize_data(dataset: Any, rows: int = 5) -> dict[str, Any]:
+    """Ranges, means, correlations and a few rows of the training split (never val/test).
+
+    ``correlation`` is Pearson's r with the target; ``log_correlation`` is r between the logs
+    (present when a variable and the target are both positive), a hint for power laws.
+    """
+    names = tuple(dataset.feature_names)
+    X = np.asarray(dataset.X_train, dtype=float).reshape(len(dataset.y_train), -1)
+    y = np.asarray(dataset.y_train, dtype=float).ravel()
+    target = str(getattr(dataset, "target_name", "y") or "y")
+    y_stats = _column_stats(y)
+    variables: dict[str, Any] = {}
+    for j, name in enumerate(names):
+        column = X[:, j]
+        stats = _column_stats(column)
+        stats["correlation"] = _corr(column, y)
+        if stats["positive"] and y_stats["positive"]:
+            stats["log_correlation"] = _corr(np.log(column), np.log(y))
+        variables[name] = stats
+    shown = min(max(int(rows), 0), len(y))
+    return {
+        "target": target,
+        "variables": variables,
+        "target_stats": y_stats,
+        "columns": [*names, target],
+        "rows": [[float(v) for v in X[i]] + [float(y[i])] for i in range(shown)],
+        "n_train": int(len(y)),
+        "n_val": int(len(np.asarray(dataset.y_val))),
+        "n_test": int(len(np.asarray(dataset.y_test))),
+    }
+
+
+def format_data_summary(summary: Mapping[str, Any]) -> str:
+    """The data summary as a short table (this text also goes into the system prompt)."""
+    target = summary["target"]
+    lines = [
+        f"Training rows: {summary['n_train']} (validation {summary['n_val']}, test {summary['n_test']}). "
+        f"Target: {target}.",
+        "name: min .. max, mean, std, corr with target (log-log corr)",
+    ]
+    for name, stats in summary["variables"].items():
+        log_corr = stats.get("log_correlation")
+        extra = f" ({_sig(log_corr, 3)})" if log_corr is not None else ""
+        lines.append(
+            f"  {name}: {_sig(stats['min'], 4)} .. {_sig(stats['max'], 4)}, mean {_sig(stats['mean'], 4)}, "
+            f"std {_sig(stats['std'], 4)}, corr {_sig(stats['correlation'], 3)}{extra}"
+        )
+    t = summary["target_stats"]
+    lines.append(f"  {target} (target): {_sig(t['min'], 4)} .. {_sig(t['max'], 4)}, mean {_sig(t['mean'], 4)}, std {_sig(t['std'], 4)}")
+    if summary["rows"]:
+        lines.append("First rows (" + ", ".join(summary["columns"]) + "):")
+        lines.extend("  " + ", ".join(_sig(v, 5) for v in row) for row in summary["rows"])
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the tool shell
+
+
+class _FormulaTool(BaseTool):
+    """Shared access to the tool context and the one way candidates are fitted and recorded."""
+
+    def _need(self, key: str) -> Any:
+        value = self.context.get(key)
+        if value is None:
+            raise RuntimeError(f"the tool context has no {key!r}; build it with formula_tool_context(...)")
+        return value
+
+    @property
+    def episode(self) -> EpisodeState | None:
+        value = self.context.get("episode")
+        return value if isinstance(value, EpisodeState) else None
+
+    def _fit(self, expressions: list[str]) -> list[Any]:
+        evaluator = self._need("evaluator")
+        try:
+            fits = evaluator.fit_many(expressions)
+            if inspect.isawaitable(fits):
+                fits = run_coroutine_blocking(fits)
+            fits = list(fits)
+        except Exception as exc:  # the evaluator is down or broken: a tool failure, not a bad formula
+            raise EvaluatorFailure(
+                f"the evaluator could not fit the batch ({type(exc).__name__}: {exc}); "
+                "nothing was evaluated, try again"
+            ) from exc
+        if len(fits) != len(expressions):
+            raise EvaluatorFailure(f"the evaluator returned {len(fits)} results for {len(expressions)} formulas")
+        self._record(fits)
+        return fits
+
+    def _record(self, fits: Sequence[Any]) -> None:
+        episode = self.episode
+        step = episode.step if episode is not None else 0
+        call_id = episode.tool_call_id if episode is not None else None
+        agent_id = episode.agent_id if episode is not None else int(self.context.get("agent_id", 0) or 0)
+        archive = self.context.get("archive")
+        if isinstance(archive, CandidateArchive):
+            archive.add(fits, step=step, tool_call_id=call_id)
+        recorder = self.context.get("recorder")
+        if recorder is None:
+            return
+        try:
+            recorder(fits, agent_id=agent_id, step=step, tool_call_id=call_id)
+        except Exception:  # losing a row must not cost the model its answer; counted and logged
+            log.exception("agent %s: recording %d candidates failed", agent_id, len(fits))
+            if episode is not None:
+                episode.note_recording_error()
+
+
+@BaseTool.register("evaluate_formulas")
+class EvaluateFormulas(_FormulaTool):
+    metadata = ToolMetadata(name="evaluate_formulas", idempotent=True, max_result_chars=12000)
+
+    def execute(self, expressions: list[str]) -> dict[str, Any]:  # type: ignore[override]
+        """Fit the free constants of each formula on the training data and score it.
+
+        Formulas use the dataset's variables, numbers, + - * / ** (or ^), parentheses, the
+        functions sin cos tan exp log sqrt abs tanh arcsin arccos arctan sinh cosh, and pi and
+        e. Any other name is a free constant fitted to the data, e.g. "a*x**b + c". Returns per
+        formula its status (ok, invalid, nonfinite, error), fitted constants, training and
+        validation NMSE (mean squared error / variance of the target; lower is better) and
+        complexity (node count), or the error for a formula that could not be used.
+
+        Args:
+            expressions: The formulas to evaluate, one per string (at most 64 per call).
+        """
+        limit = int(self.context.get("max_expressions_per_call") or DEFAULT_MAX_EXPRESSIONS)
+        if not expressions:
+            return {"success": False, "reason": "expressions is empty: send at least one formula to evaluate."}
+        if len(expressions) > limit:
+            return {
+                "success": False,
+                "reason": f"expressions has {len(expressions)} formulas; at most {limit} are accepted per call. "
+                "Send the most promising ones, or split them over several calls.",
+            }
+        fits = self._fit([str(e) for e in expressions])
+        records = [fit_record(f) for f in fits]
+        best = best_of([candidate_from_fit(f) for f in fits])
+        return {"results": records, "best": _candidate_brief(best) if best is not None else None}
+
+    def format_result(self, result: Any) -> str:
+        records = result.get("results") or []
+        counts: dict[str, int] = {}
+        for record in records:
+            counts[str(record.get("status"))] = counts.get(str(record.get("status")), 0) + 1
+        tally = ", ".join(f"{n} {status}" for status, n in counts.items())
+        head = f"Evaluated {len(records)} formula(s) ({tally})."
+        best = result.get("best")
+        if best:
+            head += f" Best here: {best['expression']} val_nmse={format_nmse(best.get('val_nmse'))}."
+        archive = self.context.get("archive")
+        overall = archive.best() if isinstance(archive, CandidateArchive) else None
+        if overall is not None:
+            head += f" Best so far: {overall.expression} val_nmse={format_nmse(fitness(overall))}."
+        return "\n".join([head, *(_result_line(i, r) for i, r in enumerate(records, 1))])
+
+
+@BaseTool.register("data_summary")
+class DataSummary(_FormulaTool):
+    metadata = ToolMetadata(name="data_summary", read_only=True, idempotent=True)
+
+    def execute(self) -> dict[str, Any]:  # type: ignore[override]
+        """Describe the training data: each variable's range, mean, spread and correlation with
+        the target, the target's range, and the first few rows."""
+        return summarize_data(self._need("dataset"))
+
+    def format_result(self, result: Any) -> str:
+        return format_data_summary(result)
+
+
+@BaseTool.register("best_formulas")
+class BestFormulas(_FormulaTool):
+    metadata = ToolMetadata(name="best_formulas", read_only=True, idempotent=True)
+
+    def execute(self, k: int = 5) -> dict[str, Any]:  # type: ignore[override]
+        """The best formulas evaluated so far: the Pareto front of complexity against
+        validation NMSE (each formula is more accurate than every simpler one).
+
+        Args:
+            k: How many formulas to list (1 to 50); the most accurate ones are kept.
+        """
+        if not 1 <= k <= 50:
+            return {"success": False, "reason": f"k must be between 1 and 50, got {k}."}
+        archive = self._need("archive")
+        front = archive.front()
+        kept = sorted(front, key=rank_key)[:k]
+        kept.sort(key=lambda c: (c.complexity or 0, fitness(c)))
+        return {
+            "front": [_candidate_brief(c) for c in kept],
+            "front_size": len(front),
+            "evaluated": len(archive),
+        }
+
+    def format_result(self, result: Any) -> str:
+        front = result["front"]
+        if not front:
+            return f"No formula has been fitted successfully yet ({result['evaluated']} evaluated)."
+        lines = [
+            f"Pareto front ({len(front)} of {result['front_size']} shown; {result['evaluated']} candidates "
+            "evaluated), simplest first:"
+        ]
+        for cand in front:
+            lines.append(
+                f"  complexity={cand['complexity']} val_nmse={format_nmse(cand['val_nmse'])} "
+                f"{cand['expression']}{_constants_text(cand['constants'])}"
+            )
+        return "\n".join(lines)
+
+
+@BaseTool.register("submit_formula")
+class SubmitFormula(_FormulaTool):
+    metadata = ToolMetadata(name="submit_formula")
+
+    def execute(self, expression: str, rationale: str = "") -> dict[str, Any]:  # type: ignore[override]
+        """Submit your final answer. The formula is fitted and scored like any candidate and the
+        search ends after this turn. Submit only a formula that fits (status ok).
+
+        Args:
+            expression: The formula you answer with.
+            rationale: Why you believe it is the law behind the data (optional, brief).
+        """
+        [fit] = self._fit([str(expression)])
+        cand = candidate_from_fit(fit)
+        if not cand.ok:
+            return {
+                "success": False,
+                "reason": f"not submitted: the formula's status is {cand.status}: "
+                f"{cand.error or 'it could not be fitted'}. Fix it and submit again.",
+            }
+        episode = self.episode
+        if episode is not None:
+            recorded = candidate_from_fit(fit, step=episode.step, tool_call_id=episode.tool_call_id)
+            episode.submit(Submission(recorded, str(rationale)[:MAX_RATIONALE_CHARS]))
+        return {
+            "submitted": True,
+            "expression": cand.expression,
+            "constants": dict(cand.constants),
+            "train_nmse": cand.train_nmse,
+            "val_nmse": cand.val_nmse,
+            "complexity": cand.complexity,
+        }
+
+    def format_result(self, result: Any) -> str:
+        return (
+            f"Submitted {result['expression']}{_constants_text(result['constants'])}: "
+            f"val_nmse={format_nmse(result['val_nmse'])}, complexity={result['complexity']}. "
+            "The search ends after this turn."
+        )
+
+
+# --------------------------------------------------------------------------- wiring
+
+
+def formula_tool_context(
+    dataset: Any,
+    evaluator: Any,
+    *,
+    recorder: FitRecorder | Callable[..., None] | None = None,
+    agent_id: int = 0,
+    archive: CandidateArchive | None = None,
+    episode: EpisodeState | None = None,
+    cancel_event: Any = None,
+    max_expressions_per_call: int = DEFAULT_MAX_EXPRESSIONS,
+) -> dict[str, Any]:
+    """The plain dict the formula tools (and the agent loop) share for one episode.
+
+    A fresh archive and episode state are made unless given. ``cancel_event`` (a
+    ``threading.Event`` by default) stops tool calls and the agent loop when set.
+    """
+    if not hasattr(evaluator, "fit_many"):
+        raise TypeError(f"evaluator must have fit_many(list[str]); got {type(evaluator).__name__}")
+    if isinstance(max_expressions_per_call, bool) or int(max_expressions_per_call) < 1:
+        raise ValueError(f"max_expressions_per_call must be a positive integer, got {max_expressions_per_call!r}")
+    return {
+        "dataset": dataset,
+        "evaluator": evaluator,
+        "recorder": recorder,
+        "agent_id": int(agent_id),
+        "archive": archive if archive is not None else CandidateArchive(),
+        "episode": episode if episode is not None else EpisodeState(agent_id),
+        "cancel_event": cancel_event if cancel_event is not None else threading.Event(),
+        "max_expressions_per_call": int(max_expressions_per_call),
+    }
+
+
+def build_formula_catalog(
+    tool_context: Mapping[str, Any],
+    tools: Iterable[str] = FORMULA_TOOLS,
+    *,
+    extra: Iterable[Any] = (),
+) -> ToolCatalog:
+    """A catalog of the named registered tools bound to ``tool_context``, plus ``extra`` tools.
+
+    Unknown names raise ``ValueError`` listing the registered ones.
+    """
+    registry = ToolRegistry()
+    for name in tools:
+        registry.register(BaseTool.create(name, context=tool_context))
+    for tool in extra:
+        registry.register(tool)
+    return registry.open_catalog()
