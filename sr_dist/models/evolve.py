@@ -29,12 +29,13 @@ from sr_dist.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_
 from sr_dist.evolve.search import Proposal, SearchConfig, propose
 from sr_dist.evolve.seeding import Sample, sample_from_info, seed_library
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
+from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
 
 __all__ = ["EvolveModel", "build_evolve"]
 
-#: Config keys every model config may carry that mean nothing to evolve.
-_GENERIC_KEYS = frozenset({"provider", "tool_mode", "record_path", "name", "model", "replay_path"})
 _SEARCH_KEYS = frozenset(f.name for f in fields(SearchConfig))
+#: Keys an evolve config may hold: the common model keys (ignored) plus its own.
+_ALLOWED_KEYS = COMMON_KEYS | _SEARCH_KEYS | {"seed", "variables"}
 
 
 def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str] | None:
@@ -69,10 +70,10 @@ class EvolveModel:
         if unknown:
             raise ModelConfigError(f"unknown evolve option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(_SEARCH_KEYS))}")
         try:
-            self.config = SearchConfig(batch_size=int(batch_size), **options)
+            self.config = SearchConfig(batch_size=batch_size, **options)
         except (TypeError, ValueError) as exc:
             raise ModelConfigError(f"invalid evolve options: {exc}") from exc
-        if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ModelConfigError(f"seed must be a non-negative integer, got {seed!r}")
         self.variables = tuple(variables) if variables is not None else None
         self.seed = None if seed is None else int(seed)
@@ -88,8 +89,9 @@ class EvolveModel:
         history = read_history(context.tool_history, variables)
         sample = sample_from_info(context.info, variables)
         rng = np.random.default_rng([self._seed(context), history.calls])
-        proposal = propose(history, variables, self._library(variables, sample), self.config, rng)
-        return self._respond(proposal, history, available)
+        can_submit = available is None or SUBMIT_TOOL in available
+        proposal = propose(history, variables, self._library(variables, sample), self.config, rng, can_submit)
+        return self._respond(proposal, history)
 
     async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
         return await asyncio.to_thread(self.call, context, tools)
@@ -120,10 +122,9 @@ class EvolveModel:
             self._libraries[key] = tuple(seed_library(variables, sample))
         return self._libraries[key]
 
-    def _respond(self, proposal: Proposal, history: History, available: frozenset[str] | None) -> ModelResponse:
+    def _respond(self, proposal: Proposal, history: History) -> ModelResponse:
         call_id = f"evolve-{history.calls}"
-        can_submit = available is None or SUBMIT_TOOL in available
-        if proposal.submit is not None and can_submit:
+        if proposal.submit is not None:
             best = proposal.submit
             rationale = f"{proposal.reason}; complexity {best.complexity}, after {history.generations} generations"
             args = {"expression": best.expression, "rationale": rationale}
@@ -141,18 +142,21 @@ class EvolveModel:
         return ModelResponse(text=text, tool_calls=(call,), usage=Usage(), finish_reason="tool_calls")
 
 
-def build_evolve(cfg: Mapping[str, Any]) -> EvolveModel:
-    """Build from a config mapping: ``batch_size``, ``seed``, ``variables`` and any
-    :class:`~sr_dist.evolve.search.SearchConfig` field; generic model keys are ignored."""
-    options = {str(k): cfg[k] for k in cfg}
+def build_evolve(cfg: Mapping[str, Any] | Any) -> EvolveModel:
+    """Build from a config mapping (or ``DictConfig``): ``batch_size``, ``seed``, ``variables``
+    and any :class:`~sr_dist.evolve.search.SearchConfig` field. The keys every model config may
+    carry (``provider``, ``record_path``, ...) are accepted and ignored; others are refused."""
+    options = as_plain_dict(cfg)
+    check_keys(options, _ALLOWED_KEYS, "evolve")
     mode = options.get("tool_mode")
     if mode not in (None, "native"):
         raise ModelConfigError(f"evolve speaks native tool calls only, not tool_mode={mode!r}")
-    for key in _GENERIC_KEYS:
-        options.pop(key, None)
-    variables = options.pop("variables", None)
-    if variables is not None:
-        variables = [str(v) for v in variables]
-    seed = options.pop("seed", 0)
-    batch_size = options.pop("batch_size", 32)
-    return EvolveModel(variables=variables, seed=seed, batch_size=batch_size, **options)
+    own = {k: v for k, v in options.items() if k not in COMMON_KEYS and v is not None}
+    variables = own.pop("variables", None)
+    if variables is not None and (isinstance(variables, str) or not all(isinstance(v, str) for v in variables)):
+        raise ModelConfigError(f"model.variables must be a list of names, got {variables!r}")
+    seed = own.pop("seed", 0)
+    batch_size = own.pop("batch_size", 32)
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+        raise ModelConfigError(f"model.batch_size must be an integer, got {batch_size!r}")
+    return EvolveModel(variables=variables, seed=seed, batch_size=batch_size, **own)

@@ -1,0 +1,194 @@
+"""The search state, rebuilt from the structured results of earlier ``evaluate_formulas`` calls.
+
+Nothing here remembers anything between turns: :func:`read_history` turns the context's
+``tool_history`` into a :class:`History` (what was proposed, what it scored), so a fresh
+proposer given the same context reaches the same state. Parsing is memoised by text only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from sr_dist.formula import Formula, FormulaError, Node, parse_formula
+
+__all__ = [
+    "EVALUATE_TOOL",
+    "SUBMIT_TOOL",
+    "SUMMARY_TOOL",
+    "Individual",
+    "History",
+    "read_history",
+    "parse_cached",
+    "score",
+    "pareto_front",
+    "tournament",
+]
+
+EVALUATE_TOOL = "evaluate_formulas"
+SUBMIT_TOOL = "submit_formula"
+SUMMARY_TOOL = "data_summary"
+
+#: NMSE below this counts as zero when scoring (float32 evaluation floor).
+NMSE_FLOOR = 1e-15
+
+
+@dataclass(frozen=True)
+class Individual:
+    """One successfully fitted candidate."""
+
+    expression: str
+    canonical: str
+    tree: Node
+    nmse: float
+    complexity: int
+    #: Which ``evaluate_formulas`` call (0-based) produced it.
+    generation: int
+
+
+@dataclass(frozen=True)
+class History:
+    """What the proposer knows: fitted candidates, every key already tried, and progress."""
+
+    individuals: tuple[Individual, ...]
+    seen: frozenset[str]
+    #: Number of ``evaluate_formulas`` calls so far.
+    generations: int
+    #: Best NMSE after each generation (running minimum; inf before any fit).
+    best_by_generation: tuple[float, ...]
+    #: Number of tool calls of any kind so far (the turn counter for seeding the RNG).
+    calls: int
+    #: Whether a ``submit_formula`` call has already been made (and evidently not ended the run).
+    submitted: tuple[str, ...]
+    #: The structured result of a ``data_summary`` call, if one was made.
+    summary: Mapping[str, Any] | None
+
+    @property
+    def best(self) -> Individual | None:
+        return min(self.individuals, key=lambda i: (i.nmse, i.complexity, i.canonical), default=None)
+
+    def stagnant_for(self, tolerance: float = 1e-3) -> int:
+        """Generations since the best NMSE last improved by more than ``tolerance`` (relative)."""
+        best = self.best_by_generation
+        if not best:
+            return 0
+        last = 0
+        for g in range(1, len(best)):
+            if best[g] < best[last] * (1 - tolerance) or (math.isinf(best[last]) and math.isfinite(best[g])):
+                last = g
+        return len(best) - 1 - last
+
+
+@lru_cache(maxsize=65536)
+def parse_cached(text: str, variables: tuple[str, ...]) -> Formula | None:
+    """``parse_formula`` memoised; None for text that does not parse."""
+    try:
+        return parse_formula(text, variables)
+    except FormulaError:
+        return None
+
+
+def _as_float(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.inf
+    return out if math.isfinite(out) else math.inf
+
+
+def _fitness(record: Mapping[str, Any]) -> float:
+    """Validation NMSE, falling back to train NMSE when there is no validation split."""
+    val = _as_float(record.get("val_nmse"))
+    return val if math.isfinite(val) else _as_float(record.get("train_nmse"))
+
+
+def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[str]) -> History:
+    """Rebuild the search state from ``(ToolCall, ToolCallResult)`` pairs; tolerant of junk."""
+    names = tuple(variables)
+    individuals: list[Individual] = []
+    seen: set[str] = set()
+    best = math.inf
+    best_by_generation: list[float] = []
+    submitted: list[str] = []
+    summary: Mapping[str, Any] | None = None
+    calls = 0
+    for call, result in tool_history:
+        calls += 1
+        name = getattr(call, "name", None)
+        arguments = getattr(call, "arguments", None) or {}
+        payload = getattr(result, "result", None)
+        if name == SUMMARY_TOOL and getattr(result, "ok", False) and isinstance(payload, Mapping):
+            summary = payload
+        if name == SUBMIT_TOOL:
+            submitted.append(str(arguments.get("expression", "")))
+        if name != EVALUATE_TOOL:
+            continue
+        generation = len(best_by_generation)
+        proposed = arguments.get("expressions") if isinstance(arguments, Mapping) else None
+        for text in proposed if isinstance(proposed, list) else []:
+            if isinstance(text, str):
+                parsed = parse_cached(text, names)
+                seen.add(parsed.canonical if parsed is not None else text)
+        records = payload.get("results") if getattr(result, "ok", False) and isinstance(payload, Mapping) else None
+        for record in records if isinstance(records, list) else []:
+            if not isinstance(record, Mapping):
+                continue
+            expression = record.get("expression")
+            canonical = record.get("canonical")
+            if isinstance(canonical, str):
+                seen.add(canonical)
+            if record.get("status") != "ok" or not isinstance(expression, str):
+                continue
+            nmse = _fitness(record)
+            parsed = parse_cached(expression, names)
+            if parsed is None or not math.isfinite(nmse):
+                continue
+            individuals.append(
+                Individual(
+                    expression=expression,
+                    canonical=canonical if isinstance(canonical, str) else parsed.canonical,
+                    tree=parsed.tree,
+                    nmse=nmse,
+                    complexity=parsed.complexity,
+                    generation=generation,
+                )
+            )
+            best = min(best, nmse)
+        best_by_generation.append(best)
+    # One individual per canonical form (the first one fitted).
+    unique: dict[str, Individual] = {}
+    for ind in individuals:
+        unique.setdefault(ind.canonical, ind)
+    return History(
+        individuals=tuple(unique.values()),
+        seen=frozenset(seen),
+        generations=len(best_by_generation),
+        best_by_generation=tuple(best_by_generation),
+        calls=calls,
+        submitted=tuple(submitted),
+        summary=summary,
+    )
+
+
+def score(ind: Individual, parsimony: float) -> float:
+    """Lower is better: ``log10(NMSE)`` plus a parsimony pressure per node."""
+    return math.log10(max(ind.nmse, NMSE_FLOOR)) + parsimony * ind.complexity
+
+
+def pareto_front(individuals: Sequence[Individual]) -> list[Individual]:
+    """The candidates no other candidate beats on both NMSE and complexity."""
+    front: list[Individual] = []
+    for ind in sorted(individuals, key=lambda i: (i.complexity, i.nmse, i.canonical)):
+        if not front or ind.nmse < front[-1].nmse:
+            front.append(ind)
+    return front
+
+
+def tournament(pool: Sequence[Individual], rng: np.random.Generator, size: int, parsimony: float) -> Individual:
+    """The best (by :func:`score`) of ``size`` candidates drawn from ``pool``."""
+    picks = rng.integers(len(pool), size=max(1, size))
+    return min((pool[int(i)] for i in picks), key=lambda i: (score(i, parsimony), i.canonical))

@@ -1,0 +1,135 @@
+"""Exact recovery: is a fitted candidate the ground-truth formula, up to the values of its constants?
+
+The fitted constants are floats; the truth has exact ones (``1/2``, ``4*pi``, ``sqrt(2*pi)``).
+Each fitted constant is snapped to the simplest closed form it matches to a relative tolerance
+(a small rational times a power of pi, or the square root of one), then sympy decides
+whether candidate and truth are the same function. Variables are taken as positive reals (the
+AI Feynman sampling ranges are positive), which lets sympy cancel ``sqrt(x**2)``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from sr_dist.formula import Formula, FormulaError, parse_formula
+
+if TYPE_CHECKING:
+    import sympy
+
+__all__ = ["exact_recovery", "snap_constant"]
+
+_PI_POWERS = (0, 1, -1, 2, -2, 3, -3)
+
+
+def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32) -> "sympy.Expr | None":
+    """The simplest closed form close to ``value``, or None.
+
+    Tries ``p/q * pi**k``, then ``sqrt(p/q * pi**k)`` (``|k| <= 3``, ``q <= max_denominator``),
+    simplest first (no root, small ``|k|``, small ``q``). A fitted constant is accurate to a few
+    parts in a million (float32 fits), so plain rationals with ``q <= 12`` and ``|k| <= 1`` are
+    accepted within ``10 * rel_tol``, fancier forms only within ``rel_tol``. Values below 1e-4 in
+    magnitude snap to 0 (no AI Feynman constant is that small).
+    """
+    import sympy
+
+    if not math.isfinite(value):
+        return None
+    if abs(value) < 1e-4:
+        return sympy.Integer(0)
+    sign = 1 if value > 0 else -1
+    magnitude = abs(value)
+    for root in (False, True):
+        for k in _PI_POWERS:
+            scale = math.pi**k
+            base = (magnitude**2 if root else magnitude) / scale
+            tol = rel_tol * (10 if (not root and abs(k) <= 1) else 1)
+            for q in range(1, max_denominator + 1):
+                p = round(base * q)
+                if p == 0:
+                    continue
+                approx = p / q * scale
+                approx = math.sqrt(approx) if root else approx
+                if abs(approx - magnitude) <= (tol if q <= 12 else rel_tol) * magnitude:
+                    expr = sympy.Rational(p, q) * sympy.pi**k
+                    return sign * (sympy.sqrt(expr) if root else expr)
+    return None
+
+
+def _positive(expr: "sympy.Expr", variables: Sequence[str]) -> "sympy.Expr":
+    import sympy
+
+    swap = {s: sympy.Symbol(s.name, positive=True) for s in expr.free_symbols if s.name in set(variables)}
+    return expr.xreplace(swap)
+
+
+def _same(a: "sympy.Expr", b: "sympy.Expr") -> bool:
+    import sympy
+
+    diff = a - b
+    try:
+        if sympy.simplify(diff) == 0:
+            return True
+        if b != 0 and sympy.simplify(a / b) == 1:
+            return True
+        return bool(diff.equals(0))
+    except (TypeError, ValueError, ZeroDivisionError, RecursionError, AttributeError):
+        return False
+
+
+def exact_recovery(
+    candidate: str | Formula,
+    constants: Mapping[str, float],
+    truth_text: str,
+    variables: Sequence[str],
+    rel_tol: float = 2e-6,
+) -> bool:
+    """True when ``candidate`` with its fitted ``constants`` snapped to closed forms equals the truth.
+
+    A constant that matches no closed form stays a symbol: the candidate then only counts if
+    that constant does not matter (it multiplies a term whose other constant snapped to 0).
+    Never raises for bad input: a formula that does not parse or a sympy failure gives False.
+    """
+    try:
+        formula = candidate if isinstance(candidate, Formula) else parse_formula(candidate, variables)
+        truth = parse_formula(truth_text, variables)
+    except FormulaError:
+        return False
+    import sympy
+
+    cand = formula.to_sympy()
+    target = _positive(truth.to_sympy(), variables)
+    if truth.constants:
+        return False
+    # A: snap each fitted constant on its own.
+    snapped: dict[sympy.Symbol, sympy.Expr] = {}
+    floats: dict[sympy.Symbol, sympy.Expr] = {}
+    for symbol in cand.free_symbols:
+        if symbol.name in formula.constants:
+            value = constants.get(symbol.name)
+            if value is None or not math.isfinite(float(value)):
+                continue
+            floats[symbol] = sympy.Float(float(value))
+            closed = snap_constant(float(value), rel_tol)
+            if closed is not None:
+                snapped[symbol] = closed
+    first = _positive(cand.xreplace(snapped), variables)
+    if first.has(sympy.Float):
+        first = sympy.nsimplify(first, rational=False)
+    if _same(first, target):
+        return True
+    # B: over-parametrised candidates (c0*(x + c1*x*y) with c0*c1 = 1): substitute the floats,
+    # expand, and snap the coefficients of the expanded form instead.
+    if len(floats) < len(formula.constants):
+        return False
+    try:
+        expanded = sympy.expand(_positive(cand.xreplace(floats), variables))
+        closed_forms = {}
+        for atom in expanded.atoms(sympy.Float):
+            closed = snap_constant(float(atom), rel_tol)
+            if closed is not None:
+                closed_forms[atom] = closed
+        return _same(expanded.xreplace(closed_forms), target)
+    except (TypeError, ValueError, RecursionError):
+        return False

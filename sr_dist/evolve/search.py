@@ -1,0 +1,177 @@
+"""One generation of the evolve search: from a :class:`History` to the next batch (or a submission).
+
+The batch mixes (1) not-yet-tried structures from the seed library, (2) offspring of parents
+picked by tournament on ``log10(NMSE) + parsimony*complexity`` from the best of the population
+plus its Pareto front, made by the operators in :mod:`sr_dist.evolve.operators`, and (3) fresh
+random trees. Every proposal is new: its canonical form was never proposed before. Once a
+candidate beats the target NMSE the search spends ``polish_generations`` on simplifying the
+solutions, then submits the simplest one; it also submits its best after ``patience``
+generations without progress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from sr_dist.formula import Node
+from sr_dist.evolve.operators import OPERATORS, Grammar, random_tree, within_limits
+from sr_dist.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
+from sr_dist.evolve.tree import constant_prefix, render, tidy
+
+__all__ = ["SearchConfig", "Proposal", "propose", "grammar_for"]
+
+_POLISH_OPERATORS = ("drop_term", "constant_subtree", "delete_node")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Knobs of the search; the defaults are what the benchmark in docs/benchmarks.md uses."""
+
+    batch_size: int = 32
+    #: A candidate with validation NMSE below this counts as a solution.
+    target_nmse: float = 1e-11
+    #: Score penalty per node (in decades of NMSE).
+    parsimony: float = 0.02
+    pool_size: int = 64
+    tournament_size: int = 4
+    #: Share of offspring that are fresh random trees.
+    p_fresh: float = 0.08
+    #: Share of offspring whose (first) parent is the best candidate by score.
+    p_elite: float = 0.25
+    #: Share of each batch after the first given to untried library structures.
+    library_share: float = 0.5
+    #: Generations spent simplifying after the first solution, before submitting.
+    polish_generations: int = 2
+    #: Submit the best after this many generations without progress (0: never).
+    patience: int = 200
+    max_size: int = 40
+    max_constants: int = 8
+    #: Proposal attempts per batch slot before giving up on filling the batch.
+    attempts_per_slot: int = 40
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        if not 0 <= self.p_fresh <= 1 or not 0 <= self.p_elite <= 1 or not 0 <= self.library_share <= 1:
+            raise ValueError("p_fresh, p_elite and library_share must lie in [0, 1]")
+        if self.pool_size < 1 or self.tournament_size < 1:
+            raise ValueError("pool_size and tournament_size must be >= 1")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The proposer's decision for one turn: a batch to evaluate, or a formula to submit."""
+
+    expressions: tuple[str, ...] = ()
+    submit: Individual | None = None
+    reason: str = ""
+
+
+def grammar_for(variables: Sequence[str], config: SearchConfig) -> Grammar:
+    return Grammar(tuple(variables), max_size=config.max_size, max_constants=config.max_constants)
+
+
+class _Batch:
+    """Collects new, distinct, parseable proposals."""
+
+    def __init__(self, variables: tuple[str, ...], seen: frozenset[str], grammar: Grammar) -> None:
+        self.variables = variables
+        self.seen = seen
+        self.grammar = grammar
+        self.prefix = constant_prefix(variables)
+        self.keys: set[str] = set()
+        self.texts: list[str] = []
+
+    def key(self, tree: Node) -> tuple[str, str] | None:
+        text = render(tree, self.prefix)
+        parsed = parse_cached(text, self.variables)
+        return None if parsed is None else (text, parsed.canonical)
+
+    def offer(self, tree: Node | None) -> bool:
+        if tree is None or not within_limits(tree, self.grammar):
+            return False
+        key = self.key(tree)
+        if key is None or key[1] in self.seen or key[1] in self.keys:
+            return False
+        self.keys.add(key[1])
+        self.texts.append(key[0])
+        return True
+
+
+def _submission(history: History, config: SearchConfig) -> Proposal | None:
+    best = history.best
+    if best is None:
+        return None
+    if best.nmse < config.target_nmse:
+        first = next(g for g, b in enumerate(history.best_by_generation) if b < config.target_nmse)
+        if history.generations - 1 - first >= config.polish_generations:
+            solved = [i for i in history.individuals if i.nmse < config.target_nmse]
+            choice = min(solved, key=lambda i: (i.complexity, i.nmse, i.canonical))
+            if choice.expression not in history.submitted:
+                return Proposal(submit=choice, reason=f"solved: validation NMSE {choice.nmse:.3g} < target")
+    if config.patience and history.stagnant_for() >= config.patience:
+        choice = min(history.individuals, key=lambda i: (score(i, config.parsimony), i.canonical))
+        if choice.expression not in history.submitted:
+            return Proposal(submit=choice, reason=f"no progress for {config.patience} generations")
+    return None
+
+
+def propose(
+    history: History,
+    variables: Sequence[str],
+    library: Sequence[Node],
+    config: SearchConfig,
+    rng: np.random.Generator,
+    can_submit: bool = True,
+) -> Proposal:
+    """Decide this turn: submit, or propose up to ``batch_size`` new candidates.
+
+    With ``can_submit`` False (no submit tool offered) the search never stops on its own.
+    """
+    names = tuple(variables)
+    done = _submission(history, config) if can_submit else None
+    if done is not None:
+        return done
+    grammar = grammar_for(names, config)
+    batch = _Batch(names, history.seen, grammar)
+    n_library = config.batch_size if history.generations == 0 else int(config.batch_size * config.library_share)
+    for tree in library:
+        if len(batch.texts) >= n_library:
+            break
+        batch.offer(tidy(tree))
+
+    individuals = list(history.individuals)
+    solved = [i for i in individuals if i.nmse < config.target_nmse]
+    ranked = sorted(individuals, key=lambda i: (score(i, config.parsimony), i.canonical))
+    pool_keys = {i.canonical for i in ranked[: config.pool_size]}
+    pool = ranked[: config.pool_size] + [i for i in pareto_front(individuals) if i.canonical not in pool_keys]
+    names_ops = sorted(OPERATORS)
+    weights = np.array([OPERATORS[k][1] for k in names_ops])
+    weights = weights / weights.sum()
+
+    attempts = config.attempts_per_slot * config.batch_size
+    while len(batch.texts) < config.batch_size and attempts > 0:
+        attempts -= 1
+        if not pool or rng.random() < config.p_fresh:
+            batch.offer(tidy(random_tree(rng, grammar, int(rng.integers(2, 5)), full=rng.random() < 0.3)))
+            continue
+        if solved and rng.random() < 0.5:
+            op_name = _POLISH_OPERATORS[int(rng.integers(len(_POLISH_OPERATORS)))]
+            parents: tuple[Node, ...] = (solved[int(rng.integers(len(solved)))].tree,)
+        else:
+            op_name = names_ops[int(rng.choice(len(names_ops), p=weights))]
+            first = ranked[0] if rng.random() < config.p_elite else tournament(pool, rng, config.tournament_size, config.parsimony)
+            second = tournament(pool, rng, config.tournament_size, config.parsimony)
+            parents = (first.tree, second.tree)
+        operator, _, arity = OPERATORS[op_name]
+        batch.offer(operator(parents[:arity] if arity <= len(parents) else parents, rng, grammar))
+
+    if not batch.texts and can_submit:
+        best = history.best
+        if best is not None and best.expression not in history.submitted:
+            return Proposal(submit=min(individuals, key=lambda i: (score(i, config.parsimony), i.canonical)),
+                            reason="no new candidates left to propose")
+    return Proposal(expressions=tuple(batch.texts), reason=f"generation {history.generations}")

@@ -1,0 +1,564 @@
+"""Data-driven starting structures: the first guesses a physicist would write down.
+
+From a small sample of training rows (``Sample``) the proposer fits ``log|y|`` linearly on the
+logs of the positive variables (a robust, Huber-weighted fit) and rounds the exponents to halves
+and to integers: a power law ``c*x**a*y**b`` is the commonest shape in physics. Variables whose
+exponent does not round cleanly are the ones a power law does not explain; for those the library
+multiplies the clean power-law part by shapes of one or two variables (``sin(x)``, ``exp(c*x)``,
+``1/sqrt(c + (x/y)**2)``, ...), and adds a sparse sum of such terms found by orthogonal
+matching pursuit. Without a sample the library is data-free: monomials, pairwise products,
+ratios and sums with free constants.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from sr_dist.formula import Node
+from sr_dist.evolve.tree import binary, const, num, product, total, unary, var
+
+__all__ = ["Sample", "PowerLaw", "sample_from_info", "power_law", "seed_library", "sparse_sums"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Rows of training data the agent shared with the proposer (``X`` is rows x variables)."""
+
+    X: np.ndarray
+    y: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.X.ndim != 2 or self.y.ndim != 1 or self.X.shape[0] != self.y.shape[0]:
+            raise ValueError(f"sample shapes do not match: X {self.X.shape}, y {self.y.shape}")
+
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """``log|y| ~ b + sum(a_j log x_j)`` over the positive variables; ``rmse`` of the residual."""
+
+    exponents: Mapping[str, float]
+    rmse: float
+    #: Per variable: the share of the log-log residual that a few non-power terms of that
+    #: variable explain (near 0 when the variable enters as a pure power).
+    gains: Mapping[str, float]
+
+    def rounded(self, step: float) -> dict[str, float]:
+        return {k: round(a / step) * step for k, a in self.exponents.items()}
+
+    def misfit(self, name: str) -> float:
+        """How far the variable's exponent is from a half-integer (0 for clean power laws)."""
+        a = self.exponents.get(name)
+        return 1.0 if a is None else abs(a - round(a * 2) / 2)
+
+    def outer_sets(self) -> list[dict[str, float]]:
+        """Candidate power-law factors: sets of variables that look like pure powers, with their
+        exponents rounded to halves, loosest evidence last; at most four distinct sets."""
+        half = self.rounded(0.5)
+        looks_pure = {k: self.gains.get(k, 1.0) < 0.03 for k in self.exponents}
+        strict = {k: half[k] for k in self.exponents if self.misfit(k) < 0.1 and looks_pure[k]}
+        relaxed = {k: half[k] for k in self.exponents if self.misfit(k) < 0.16 and looks_pure[k]}
+        integer = {k: float(round(a)) for k, a in self.exponents.items()
+                   if abs(a - round(a)) < 0.2 and round(a) != 0 and looks_pure[k]}
+        singles = [{k: half[k]} for k in sorted(self.exponents, key=lambda k: (self.misfit(k), k))
+                   if self.misfit(k) < 0.2 and half[k] != 0 and looks_pure[k]]
+        out: list[dict[str, float]] = []
+        for cand in [strict, relaxed, integer, *singles[:2]]:
+            cand = {k: a for k, a in cand.items() if a != 0}
+            if cand and cand not in out:
+                out.append(cand)
+        return out[:4]
+
+
+def sample_from_info(info: Mapping[str, Any], variables: Sequence[str], max_rows: int = 1000) -> Sample | None:
+    """Read ``info["sample"]`` = ``{"X": rows, "y": values}`` (or ``{"columns": {name: values}, "y": ...}``).
+
+    Returns None when there is no usable sample; never raises on malformed input.
+    """
+    raw = info.get("sample") if isinstance(info, Mapping) else None
+    if not isinstance(raw, Mapping) or "y" not in raw:
+        return None
+    try:
+        y = np.asarray(raw["y"], dtype=float).reshape(-1)
+        if "X" in raw:
+            X = np.asarray(raw["X"], dtype=float)
+            if X.ndim == 1:
+                X = X.reshape(-1, 1)
+        elif isinstance(raw.get("columns"), Mapping):
+            cols = raw["columns"]
+            X = np.column_stack([np.asarray(cols[v], dtype=float) for v in variables])
+        else:
+            return None
+        if X.shape != (y.shape[0], len(variables)):
+            return None
+        keep = np.isfinite(y) & np.all(np.isfinite(X), axis=1)
+        X, y = X[keep][:max_rows], y[keep][:max_rows]
+        if y.shape[0] < 8:
+            return None
+        return Sample(X, y)
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def _huber_lstsq(A: np.ndarray, b: np.ndarray, iterations: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    w = np.ones_like(b)
+    coef = np.zeros(A.shape[1])
+    for _ in range(iterations):
+        sw = np.sqrt(w)
+        coef, *_ = np.linalg.lstsq(A * sw[:, None], b * sw, rcond=None)
+        r = b - A @ coef
+        scale = 1.4826 * np.median(np.abs(r - np.median(r))) + 1e-12
+        k = 1.345 * scale
+        w = np.where(np.abs(r) <= k, 1.0, k / np.maximum(np.abs(r), 1e-300))
+    return coef, b - A @ coef
+
+
+def power_law(sample: Sample, variables: Sequence[str]) -> PowerLaw | None:
+    """Robust log-log fit of ``|y|`` on the strictly positive variables, or None if impossible."""
+    nonzero = sample.y != 0
+    if nonzero.sum() < 8:
+        return None
+    X, y = sample.X[nonzero], sample.y[nonzero]
+    positive = [j for j in range(X.shape[1]) if np.all(X[:, j] > 0) and np.ptp(X[:, j]) > 0]
+    if not positive:
+        return None
+    A = np.column_stack([np.ones(len(y))] + [np.log(X[:, j]) for j in positive])
+    target = np.log(np.abs(y))
+    coef, resid = _huber_lstsq(A, target)
+    exps = {variables[j]: float(coef[i + 1]) for i, j in enumerate(positive)}
+    rss = float(np.sum(resid**2))
+    gains: dict[str, float] = {}
+    for j in positive:
+        x = X[:, j]
+        extended = np.column_stack([A, x, x**2, 1 / x, np.sin(x), np.cos(x)])
+        _, r = _huber_lstsq(extended, target)
+        gains[variables[j]] = float(1 - np.sum(r**2) / rss) if rss > 0 else 0.0
+    return PowerLaw(exps, float(np.sqrt(np.mean(resid**2))), gains)
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+
+
+def _power(name: str, exponent: float) -> Node | None:
+    x = var(name)
+    if exponent == 0:
+        return None
+    if exponent == 1:
+        return x
+    if exponent == 0.5:
+        return unary("sqrt", x)
+    return binary("pow", x, num(exponent))
+
+
+def _monomial(exponents: Mapping[str, float], skip: Sequence[str] = (), with_const: bool = True) -> Node:
+    """``c * prod(x**a)`` with the negative powers written as a quotient."""
+    top: list[Node] = [const()] if with_const else []
+    bottom: list[Node] = []
+    for name in sorted(exponents):
+        if name in skip:
+            continue
+        a = exponents[name]
+        if a > 0:
+            p = _power(name, a)
+            if p is not None:
+                top.append(p)
+        elif a < 0:
+            p = _power(name, -a)
+            if p is not None:
+                bottom.append(p)
+    out = product(top) if top else num(1.0)
+    return binary("div", out, product(bottom)) if bottom else out
+
+
+def _cx(x: Node) -> Node:
+    return binary("mul", const(), x)
+
+
+#: Shapes of one variable that multiply a power law (a free constant scales the whole).
+ONE_VAR_SHAPES: tuple[Callable[[Node], Node], ...] = (
+    lambda x: unary("sin", x),
+    lambda x: unary("cos", x),
+    lambda x: unary("sin", _cx(x)),
+    lambda x: unary("cos", _cx(x)),
+    lambda x: unary("exp", _cx(x)),
+    lambda x: unary("exp", unary("neg", _cx(x))),
+    lambda x: unary("exp", _cx(binary("pow", x, num(2.0)))),
+    lambda x: unary("exp", unary("neg", _cx(binary("pow", x, num(2.0))))),
+    lambda x: binary("mul", unary("sin", x), unary("cos", x)),
+    lambda x: binary("pow", unary("sin", x), num(2.0)),
+    lambda x: binary("pow", unary("cos", x), num(2.0)),
+    lambda x: binary("add", x, const()),
+    lambda x: binary("div", num(1.0), binary("add", x, const())),
+    lambda x: binary("add", binary("pow", x, num(2.0)), const()),
+    lambda x: unary("log", x),
+    lambda x: unary("tanh", _cx(x)),
+    lambda x: binary("add", unary("cos", x), const()),
+    lambda x: binary("div", num(1.0), binary("sub", unary("exp", _cx(x)), num(1.0))),
+    lambda x: unary("arcsin", _cx(x)),
+    lambda x: binary("add", unary("exp", _cx(x)), unary("exp", unary("neg", _cx(x)))),
+    lambda x: unary("sqrt", binary("add", const(), binary("pow", x, num(2.0)))),
+    lambda x: binary("pow", binary("add", const(), binary("pow", x, num(2.0))), num(-0.5)),
+)
+
+#: Shapes of two variables (ratios, differences, sums) that multiply a power law.
+TWO_VAR_SHAPES: tuple[Callable[[Node, Node], Node], ...] = (
+    lambda x, y: binary("pow", binary("add", const(), binary("pow", binary("div", x, y), num(2.0))), num(-0.5)),
+    lambda x, y: unary("sqrt", binary("add", const(), binary("pow", binary("div", x, y), num(2.0)))),
+    lambda x, y: binary("div", num(1.0), binary("add", const(), binary("div", x, y))),
+    lambda x, y: binary("add", const(), binary("div", x, y)),
+    lambda x, y: binary("add", x, _cx(y)),
+    lambda x, y: binary("div", num(1.0), binary("add", x, _cx(y))),
+    lambda x, y: binary("pow", binary("sub", x, y), num(2.0)),
+    lambda x, y: binary("sub", x, y),
+    lambda x, y: binary("add", binary("pow", x, num(2.0)), _cx(binary("pow", y, num(2.0)))),
+    lambda x, y: binary("div", num(1.0), binary("add", binary("pow", x, num(2.0)), _cx(binary("pow", y, num(2.0))))),
+    lambda x, y: unary("exp", _cx(binary("div", x, y))),
+    lambda x, y: unary("sin", _cx(binary("mul", x, y))),
+    lambda x, y: unary("cos", _cx(binary("mul", x, y))),
+    lambda x, y: unary("sin", binary("sub", x, y)),
+    lambda x, y: unary("cos", binary("sub", x, y)),
+    lambda x, y: binary("div", num(1.0), binary("sub", unary("exp", _cx(binary("div", x, y))), num(1.0))),
+    lambda x, y: binary("mul", x, unary("sin", y)),
+    lambda x, y: binary("mul", x, unary("cos", y)),
+    lambda x, y: binary("add", const(), binary("mul", x, unary("cos", y))),
+    lambda x, y: unary("tanh", _cx(binary("div", x, y))),
+)
+
+
+#: Shapes of a dimensionless group ``a`` (a product of variables): ``tanh(c*a)``, ``exp(-c*a)``...
+GROUP_SHAPES: tuple[Callable[[Node], Node], ...] = (
+    lambda a: unary("exp", unary("neg", _cx(a))),
+    lambda a: unary("tanh", _cx(a)),
+    lambda a: binary("pow", unary("sin", _cx(a)), num(2.0)),
+    lambda a: unary("sin", _cx(a)),
+    lambda a: unary("cos", _cx(a)),
+    lambda a: binary("div", num(1.0), binary("sub", unary("exp", _cx(a)), num(1.0))),
+    lambda a: binary("sub", unary("exp", _cx(a)), num(1.0)),
+    lambda a: binary("div", num(1.0), binary("add", unary("exp", _cx(a)), unary("exp", unary("neg", _cx(a))))),
+    lambda a: binary("add", const(), unary("cos", _cx(a))),
+    lambda a: binary("div", num(1.0), binary("add", const(), a)),
+    lambda a: binary("add", const(), a),
+    lambda a: unary("sqrt", binary("add", const(), a)),
+    lambda a: binary("pow", binary("add", const(), binary("pow", a, num(2.0))), num(-0.5)),
+    lambda a: unary("arcsin", _cx(a)),
+    lambda a: unary("exp", unary("neg", _cx(binary("pow", a, num(2.0))))),
+    lambda a: unary("log", _cx(a)),
+)
+
+
+def _group_candidates(law: PowerLaw) -> list[Node]:
+    """``c * power law * g(group)``: the group multiplies the variables that do not enter as
+    integer powers, each to the sign of its fitted exponent (a saturating or periodic ``g``
+    bends the log-log slope towards half-integers, so only integer powers count as clean);
+    variants also keep a strongly varying group variable in the power law outside."""
+    clean = {k: float(round(a)) for k, a in law.exponents.items()
+             if abs(a - round(a)) < 0.15 and round(a) != 0 and law.gains.get(k, 1.0) < 0.03}
+    messy = sorted(k for k in law.exponents if k not in clean and abs(law.exponents[k]) > 0.05)[:5]
+    if not messy:
+        return []
+    signs = {k: (-1.0 if law.exponents[k] < 0 else 1.0) for k in messy}
+    # A decreasing g (exp(-a)) flips the signs, so the inverse group is tried as well.
+    groups = [_monomial(signs, with_const=False), _monomial({k: -a for k, a in signs.items()}, with_const=False)]
+    outers = [clean]
+    for k in sorted(messy, key=lambda k: -abs(law.exponents[k])):
+        if abs(law.exponents[k]) > 0.75:
+            outers.append({**clean, k: -1.0 if law.exponents[k] < 0 else 1.0})
+    out: list[Node] = []
+    for outer in outers[:3]:
+        base = _monomial(outer)
+        for group in groups:
+            out += [binary("mul", base, shape(group)) for shape in GROUP_SHAPES]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Sparse sums (orthogonal matching pursuit over a basis of terms)
+# --------------------------------------------------------------------------------------------
+
+
+def _unit_terms(name: str) -> list[tuple[Node, Callable[[np.ndarray], np.ndarray]]]:
+    x = var(name)
+    return [
+        (x, lambda v: v),
+        (binary("pow", x, num(2.0)), lambda v: v**2),
+        (binary("pow", x, num(3.0)), lambda v: v**3),
+        (binary("div", num(1.0), x), lambda v: 1 / v),
+        (binary("pow", x, num(-2.0)), lambda v: v**-2.0),
+        (unary("sqrt", x), lambda v: np.sqrt(np.abs(v))),
+        (unary("sin", x), np.sin),
+        (unary("cos", x), np.cos),
+        (unary("exp", x), np.exp),
+        (unary("log", x), lambda v: np.log(np.abs(v))),
+        (binary("mul", unary("sin", x), unary("cos", x)), lambda v: np.sin(v) * np.cos(v)),
+        (binary("pow", unary("sin", x), num(2.0)), lambda v: np.sin(v) ** 2),
+        (binary("mul", x, unary("sin", x)), lambda v: v * np.sin(v)),
+        (binary("mul", x, unary("cos", x)), lambda v: v * np.cos(v)),
+        (unary("exp", unary("neg", x)), lambda v: np.exp(-v)),
+        (unary("exp", unary("neg", binary("pow", x, num(2.0)))), lambda v: np.exp(-(v**2))),
+    ]
+
+
+@dataclass(frozen=True)
+class _Basis:
+    """Candidate terms for sparse sums, their standardised values, and their order (factors)."""
+
+    terms: tuple[Node, ...]
+    V: np.ndarray
+    Z: np.ndarray
+    order: np.ndarray
+
+
+def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_terms: int) -> _Basis | None:
+    units: list[list[tuple[Node, np.ndarray]]] = []
+    with np.errstate(all="ignore"):
+        for name, j in zip(names, columns):
+            col = sample.X[:, j]
+            units.append([(t, f(col)) for t, f in _unit_terms(name)])
+        out: list[tuple[Node, np.ndarray, int]] = [(t, v, 1) for group in units for t, v in group]
+        for a, b in itertools.combinations(range(len(units)), 2):
+            for (ta, va), (tb, vb) in itertools.product(units[a][:8], units[b][:8]):
+                out.append((binary("mul", ta, tb), va * vb, 2))
+            # Differences: distances and phase differences are common in physics.
+            xa, xb = var(names[a]), var(names[b])
+            da = sample.X[:, columns[a]] - sample.X[:, columns[b]]
+            out.append((binary("pow", binary("sub", xa, xb), num(2.0)), da**2, 2))
+            out.append((unary("cos", binary("sub", xa, xb)), np.cos(da), 2))
+        if len(units) <= 5:
+            for a, b, c in itertools.combinations(range(len(units)), 3):
+                small = [units[i][:4] + units[i][6:8] for i in (a, b, c)]
+                for (ta, va), (tb, vb), (tc, vc) in itertools.product(*small):
+                    out.append((binary("mul", binary("mul", ta, tb), tc), va * vb * vc, 3))
+    kept = [(t, v, o) for t, v, o in out[:max_terms] if np.all(np.isfinite(v)) and np.std(v) > 0]
+    if not kept:
+        return None
+    V = np.column_stack([v for _, v, _ in kept])
+    Z = (V - V.mean(axis=0)) / V.std(axis=0)
+    return _Basis(tuple(t for t, _, _ in kept), V, Z, np.array([o for _, _, o in kept]))
+
+
+def _fit_error(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...], norm: float) -> tuple[float, np.ndarray]:
+    if not support:
+        return 1.0, t
+    A = Z[:, list(support)]
+    coef, *_ = np.linalg.lstsq(A, t, rcond=None)
+    r = t - A @ coef
+    return float(np.sqrt(np.mean(r**2)) / norm), r
+
+
+def _best_additions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...], k: int) -> list[int]:
+    """The ``k`` terms whose addition lowers the least-squares error most (forward stepwise
+    selection: candidates are orthogonalised against the current support, unlike plain
+    matching pursuit, so a proxy such as ``log(x)`` does not hide ``x``)."""
+    if support:
+        Q, _ = np.linalg.qr(Z[:, list(support)])
+        r = t - Q @ (Q.T @ t)
+        Zp = Z - Q @ (Q.T @ Z)
+    else:
+        r, Zp = t, Z
+    norms = np.einsum("ij,ij->j", Zp, Zp)
+    gains = np.where(norms > 1e-9 * len(t), (Zp.T @ r) ** 2 / np.maximum(norms, 1e-300), 0.0)
+    if support:
+        gains[list(support)] = 0.0
+    return [int(i) for i in np.argsort(-gains)[:k]]
+
+
+def _pursuit(Z: np.ndarray, t: np.ndarray, max_terms: int, beam: int, first_beam: int) -> dict[tuple[int, ...], float]:
+    norm = float(np.sqrt(np.mean(t**2))) or 1.0
+    results: dict[tuple[int, ...], float] = {}
+    frontier: list[tuple[int, ...]] = [()]
+    for step in range(max_terms):
+        candidates: dict[tuple[int, ...], float] = {}
+        for support in frontier:
+            for k in _best_additions(Z, t, support, first_beam if step == 0 else beam):
+                new = tuple(sorted(support + (k,)))
+                if new not in candidates and new not in results:
+                    candidates[new], _ = _fit_error(Z, t, new, norm)
+        if not candidates:
+            break
+        results.update(candidates)
+        frontier = sorted(candidates, key=candidates.__getitem__)[: (first_beam if step == 0 else beam)]
+        if candidates[frontier[0]] < 1e-9:
+            break
+    return results
+
+
+def sparse_sums(
+    basis: _Basis, target: np.ndarray, max_terms: int = 4, beam: int = 3, first_beam: int = 6
+) -> list[tuple[float, list[Node]]]:
+    """Sparse linear models ``target ~ c0 + sum(c_k t_k)`` found by beam matching pursuit.
+
+    The search runs on the one-factor terms, then on all terms, so simple sums are not crowded
+    out by products that correlate better one at a time.
+    Returns ``(relative residual, terms)`` pairs: near-exact models first, fewest terms first.
+    """
+    if not np.all(np.isfinite(target)) or np.std(target) == 0:
+        return []
+    t = target - target.mean()
+    found: dict[tuple[int, ...], float] = {}
+    orders = sorted(set(basis.order.tolist()))
+    for max_order in dict.fromkeys([orders[0], orders[-1]]):
+        columns = np.flatnonzero(basis.order <= max_order)
+        for support, err in _pursuit(basis.Z[:, columns], t, max_terms, beam, first_beam).items():
+            found.setdefault(tuple(int(columns[i]) for i in support), err)
+    ranked = sorted(found.items(), key=lambda kv: (kv[1] > 1e-7, len(kv[0]), int(basis.order[list(kv[0])].sum()), kv[1]))
+    return [(err, [basis.terms[i] for i in support]) for support, err in ranked]
+
+
+# --------------------------------------------------------------------------------------------
+# The library
+# --------------------------------------------------------------------------------------------
+
+
+def _data_free(variables: Sequence[str]) -> list[Node]:
+    xs = [var(v) for v in variables]
+    out: list[Node] = [_cx(x) for x in xs]
+    out += [binary("add", _cx(x), const()) for x in xs]
+    for a, b in itertools.combinations(xs, 2):
+        out += [
+            _cx(binary("mul", a, b)),
+            _cx(binary("div", a, b)),
+            _cx(binary("div", b, a)),
+            binary("add", _cx(a), _cx(b)),
+        ]
+    if len(xs) > 1:
+        out.append(_cx(product(xs)))
+        if len(xs) <= 7:
+            out.append(total([_cx(x) for x in xs] + [const()]))
+    for x in xs:
+        out += [_cx(binary("pow", x, num(2.0))), _cx(binary("div", num(1.0), x)), _cx(unary("sqrt", x))]
+        out += [binary("mul", const(), shape(x)) for shape in ONE_VAR_SHAPES[:6]]
+    return out
+
+
+def _interleave(groups: Sequence[Sequence[Node]]) -> list[Node]:
+    """Round-robin over the groups, so every batch samples every kind of structure."""
+    out: list[Node] = []
+    for items in itertools.zip_longest(*groups):
+        out.extend(t for t in items if t is not None)
+    return out
+
+
+def seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool = True) -> list[Node]:
+    """Deterministic, ordered list of starting structures (duplicates removed by the caller).
+
+    Near-exact sparse models come first; then, round-robin: power laws, power law times shapes
+    of the variables the power law explains worst, power law times shapes of a dimensionless
+    group, the other sparse models, and the data-free structures.
+    """
+    law = power_law(sample, variables) if sample is not None else None
+    exact: list[Node] = []
+    loose: list[Node] = []
+    monomials: list[Node] = []
+    one_var: list[Node] = []
+    two_var: list[Node] = []
+    groups: list[Node] = []
+    if law is not None and law.exponents:
+        monomials += [_monomial(law.rounded(0.5)), _monomial(law.rounded(1.0))]
+        outers = law.outer_sets()
+        clean = outers[0] if outers else {}
+        messy = sorted((k for k in law.exponents if k not in clean), key=lambda k: (-law.gains[k], k))
+        for name in messy[:4]:
+            base = _monomial(clean, skip=[name])
+            one_var += [binary("mul", base, shape(var(name))) for shape in ONE_VAR_SHAPES]
+        for a, b in itertools.permutations(messy[:4], 2):
+            base = _monomial(clean, skip=[a, b])
+            two_var += [binary("mul", base, shape(var(a), var(b))) for shape in TWO_VAR_SHAPES]
+        groups = _group_candidates(law)
+        if sparse and sample is not None:
+            exact, loose = _sparse_candidates(sample, variables, outers)
+    elif sparse and sample is not None:
+        exact, loose = _sparse_candidates(sample, variables, [])
+    return exact + _interleave([monomials, one_var, groups, loose, two_var, _data_free(variables)])
+
+
+def _rational(basis: _Basis, target: np.ndarray, s0: np.ndarray, s0_node: Node) -> list[tuple[float, Node]]:
+    """Near-exact rational models ``(a0 + sum(a_k t_k)) / (s0 + sum(b_k s_k))`` from the linear
+    problem ``target*s0 = a0 + sum(a_k t_k) - sum(b_k target*s_k)`` (terms of up to two factors)."""
+    low = np.flatnonzero(basis.order <= 2)
+    with np.errstate(all="ignore"):
+        W = -target[:, None] * basis.V[:, low]
+        lhs = target * s0
+    sd = W.std(axis=0)
+    ok = np.isfinite(sd) & (sd > 0) & np.all(np.isfinite(W), axis=0)
+    if not np.all(np.isfinite(lhs)) or np.std(lhs) == 0 or not ok.any():
+        return []
+    # A denominator term equal to the leading one (target*s0 itself) would be a trivial fit.
+    lhs_z = (lhs - lhs.mean()) / lhs.std()
+    with np.errstate(all="ignore"):
+        same = np.abs(((W - W.mean(axis=0)) / np.where(sd > 0, sd, 1.0)).T @ lhs_z) / len(lhs) > 1 - 1e-9
+    ok &= ~same
+    if not ok.any():
+        return []
+    Zw = (W[:, ok] - W[:, ok].mean(axis=0)) / sd[ok]
+    Z = np.column_stack([basis.Z[:, low], Zw])
+    den_terms = [basis.terms[int(i)] for i in low[ok]]
+    n_num = len(low)
+    out: list[tuple[float, Node]] = []
+    for support, err in sorted(_pursuit(Z, lhs - lhs.mean(), 5, 3, 6).items(), key=lambda kv: kv[1])[:6]:
+        top = [basis.terms[int(low[i])] for i in support if i < n_num]
+        bottom = [den_terms[i - n_num] for i in support if i >= n_num]
+        # Only near-exact fits: a loose one is usually a denominator that is nearly zero.
+        if top and bottom and err < 1e-6:
+            numerator = total([binary("mul", const(), t) for t in top] + [const()])
+            denominator = total([s0_node] + [binary("mul", const(), t) for t in bottom])
+            out.append((err, binary("div", numerator, denominator)))
+    return out
+
+
+def _sparse_candidates(
+    sample: Sample, variables: Sequence[str], outers: Sequence[Mapping[str, float]],
+    max_basis: int = 4000, max_rows: int = 256,
+) -> tuple[list[Node], list[Node]]:
+    """``power-law part * g(sparse model over the other variables)`` for each candidate
+    power-law part, ``g`` in (identity, reciprocal, square root) and sparse sums and ratios of
+    sums; returns (near-exact, rest)."""
+    exact: list[tuple[float, Node]] = []
+    loose: list[tuple[float, Node]] = []
+    index = {v: j for j, v in enumerate(variables)}
+    # A few hundred rows identify a sparse model; the evaluator checks it on all of them.
+    sample = Sample(sample.X[:max_rows], sample.y[:max_rows])
+
+    def keep(err: float, body: Node, outer: Node | None, transform: str) -> None:
+        if transform == "inv":
+            body = binary("div", num(1.0), body)
+        elif transform == "sq":
+            body = unary("sqrt", body)
+        tree = body if outer is None else binary("mul", outer, body)
+        if math.isfinite(err):
+            (exact if err < 1e-6 else loose).append((err, tree))
+
+    for rank, outer_exps in enumerate([*outers[:3], {}]):
+        with np.errstate(all="ignore"):
+            scale = np.ones(len(sample.y))
+            for k, a in outer_exps.items():
+                scale = scale * sample.X[:, index[k]] ** a
+            z = sample.y / scale
+            transforms = [("id", z), ("inv", 1 / z)]
+            if np.all(z > 0):
+                transforms.append(("sq", z**2))
+        # The sum carries its own constants, so the power-law part has none.
+        outer = _monomial(outer_exps, with_const=False) if outer_exps else None
+        names = [v for v in variables if v not in outer_exps]
+        basis = _basis(sample, names, [index[v] for v in names], max_basis) if names else None
+        if basis is None:
+            continue
+        for transform, target in transforms:
+            if not np.all(np.isfinite(target)):
+                continue
+            for err, terms in sparse_sums(basis, target)[:4]:
+                body = total([binary("mul", const(), t) for t in terms] + [const()])
+                keep(err, body, outer, transform)
+            if transform == "inv" or (rank > 0 and outer_exps):
+                continue
+            # Ratios of sums with a denominator 1 + ... .
+            for err, body in _rational(basis, target, np.ones(len(target)), num(1.0))[:2]:
+                keep(err, body, outer, transform)
+    exact.sort(key=lambda et: et[0] > 1e-9)
+    loose.sort(key=lambda et: et[0])
+    return [t for _, t in exact], [t for _, t in loose]

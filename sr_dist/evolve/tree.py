@@ -1,0 +1,288 @@
+"""Pure helpers over the formula AST (:class:`sr_dist.formula.Node`) for the evolve search.
+
+The search edits trees, never text: these functions build, walk, rewrite, tidy and render
+trees. Free constants inside the search are anonymous (``const`` nodes); :func:`render` names
+them ``c0, c1, ...`` in reading order, so two trees that differ only in constant names render to
+the same text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterator, Sequence
+
+from sr_dist.formula import BINARY_OPS, UNARY_OPS, Node
+
+__all__ = [
+    "Path",
+    "var",
+    "const",
+    "num",
+    "binary",
+    "unary",
+    "size",
+    "depth",
+    "count_constants",
+    "has_var",
+    "variables_of",
+    "walk",
+    "subtree",
+    "replace",
+    "tidy",
+    "render",
+    "constant_prefix",
+    "product",
+    "total",
+]
+
+#: A position in a tree: the child indices from the root.
+Path = tuple[int, ...]
+
+_CONST = Node("const", name="c")
+
+
+def var(name: str) -> Node:
+    return Node("var", name=name)
+
+
+def const() -> Node:
+    return _CONST
+
+
+def num(value: float) -> Node:
+    return Node("num", value=float(value))
+
+
+def binary(op: str, left: Node, right: Node) -> Node:
+    if op not in BINARY_OPS:
+        raise ValueError(f"not a binary operator: {op!r}")
+    return Node(op, (left, right))
+
+
+def unary(op: str, arg: Node) -> Node:
+    if op not in UNARY_OPS:
+        raise ValueError(f"not a unary operator: {op!r}")
+    return Node(op, (arg,))
+
+
+def product(factors: Sequence[Node]) -> Node:
+    """Left-nested product of ``factors`` (``num(1)`` when empty)."""
+    if not factors:
+        return num(1.0)
+    out = factors[0]
+    for f in factors[1:]:
+        out = Node("mul", (out, f))
+    return out
+
+
+def total(terms: Sequence[Node]) -> Node:
+    """Left-nested sum of ``terms`` (``num(0)`` when empty)."""
+    if not terms:
+        return num(0.0)
+    out = terms[0]
+    for t in terms[1:]:
+        out = Node("add", (out, t))
+    return out
+
+
+def size(node: Node) -> int:
+    """Node count: the complexity measure the formula language uses."""
+    return 1 + sum(size(a) for a in node.args)
+
+
+def depth(node: Node) -> int:
+    return 1 + max((depth(a) for a in node.args), default=0)
+
+
+def count_constants(node: Node) -> int:
+    return (node.op == "const") + sum(count_constants(a) for a in node.args)
+
+
+def has_var(node: Node) -> bool:
+    return node.op == "var" or any(has_var(a) for a in node.args)
+
+
+def variables_of(node: Node) -> frozenset[str]:
+    if node.op == "var":
+        return frozenset({node.name or ""})
+    out: frozenset[str] = frozenset()
+    for a in node.args:
+        out |= variables_of(a)
+    return out
+
+
+def walk(node: Node, path: Path = ()) -> Iterator[tuple[Path, Node]]:
+    """Every ``(path, subtree)`` in pre-order."""
+    yield path, node
+    for i, a in enumerate(node.args):
+        yield from walk(a, path + (i,))
+
+
+def subtree(node: Node, path: Path) -> Node:
+    for i in path:
+        node = node.args[i]
+    return node
+
+
+def replace(node: Node, path: Path, new: Node) -> Node:
+    """A copy of ``node`` with the subtree at ``path`` replaced by ``new``."""
+    if not path:
+        return new
+    i = path[0]
+    args = list(node.args)
+    args[i] = replace(args[i], path[1:], new)
+    return Node(node.op, tuple(args), node.value, node.name)
+
+
+# --------------------------------------------------------------------------------------------
+# Tidying: remove redundancy that only slows the constant fit down.
+# --------------------------------------------------------------------------------------------
+
+
+def _is_leaf_number(node: Node) -> bool:
+    return node.op in ("num", "const")
+
+
+def _factors(node: Node, inverted: bool, out: list[tuple[Node, bool]]) -> None:
+    if node.op == "mul":
+        _factors(node.args[0], inverted, out)
+        _factors(node.args[1], inverted, out)
+    elif node.op == "div":
+        _factors(node.args[0], inverted, out)
+        _factors(node.args[1], not inverted, out)
+    else:
+        out.append((node, inverted))
+
+
+def _terms(node: Node, negated: bool, out: list[tuple[Node, bool]]) -> None:
+    if node.op == "add":
+        _terms(node.args[0], negated, out)
+        _terms(node.args[1], negated, out)
+    elif node.op == "sub":
+        _terms(node.args[0], negated, out)
+        _terms(node.args[1], not negated, out)
+    else:
+        out.append((node, negated))
+
+
+def _rebuild_product(factors: list[tuple[Node, bool]]) -> Node:
+    top = [f for f, inv in factors if not inv]
+    bottom = [f for f, inv in factors if inv]
+    numerator = product(top) if top else num(1.0)
+    return Node("div", (numerator, product(bottom))) if bottom else numerator
+
+
+def _rebuild_sum(terms: list[tuple[Node, bool]]) -> Node:
+    # Put a positive term first so the sum does not start with a negation.
+    terms = sorted(terms, key=lambda t: t[1])
+    out = terms[0][0] if not terms[0][1] else Node("neg", (terms[0][0],))
+    for t, negated in terms[1:]:
+        out = Node("sub" if negated else "add", (out, t))
+    return out
+
+
+def tidy(node: Node, exponent: bool = False) -> Node:
+    """Fold var-free subtrees into one free constant and merge redundant constants.
+
+    ``c0*(c1*x)`` becomes ``c*x``, ``x + c0 - c1`` becomes ``x + c``, ``sin(c0*c1)`` becomes
+    ``c``; literal exponents (``x**2``) stay literal. Bottom-up, so one pass suffices.
+    """
+    if node.op in ("num", "const", "var"):
+        return node
+    if node.op == "pow":
+        base = tidy(node.args[0])
+        expo = node.args[1]
+        expo = expo if expo.op == "num" else tidy(expo)
+        node = Node("pow", (base, expo))
+        if not has_var(base) and not has_var(expo):
+            return const() if count_constants(node) else node
+        return node
+    node = Node(node.op, tuple(tidy(a) for a in node.args), node.value, node.name)
+    if not has_var(node):
+        # A var-free subtree with a free constant in it is just a free constant.
+        return const() if count_constants(node) else node
+    if node.op == "neg" and node.args[0].op == "neg":
+        return node.args[0].args[0]
+    if node.op in ("mul", "div"):
+        factors: list[tuple[Node, bool]] = []
+        _factors(node, False, factors)
+        consts = [f for f, _ in factors if f.op == "const"]
+        if len(consts) > 1 or (consts and any(f.op == "num" for f, _ in factors)):
+            rest = [(f, inv) for f, inv in factors if not _is_leaf_number(f)]
+            return _rebuild_product([(const(), False)] + rest)
+        return node
+    if node.op in ("add", "sub"):
+        terms: list[tuple[Node, bool]] = []
+        _terms(node, False, terms)
+        consts = [t for t, _ in terms if t.op == "const"]
+        if len(consts) > 1 or (consts and any(t.op == "num" for t, _ in terms)):
+            rest = [(t, neg) for t, neg in terms if not _is_leaf_number(t)]
+            return _rebuild_sum(rest + [(const(), False)])
+        return node
+    return node
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering to the formula language.
+# --------------------------------------------------------------------------------------------
+
+_PREC = {"add": 1, "sub": 1, "mul": 2, "div": 2, "neg": 3, "pow": 4}
+_SYMBOL = {"add": " + ", "sub": " - ", "mul": "*", "div": "/", "pow": "**"}
+_ATOM = 5
+
+
+def constant_prefix(variables: Sequence[str]) -> str:
+    """A prefix for constant names that cannot collide with a dataset variable."""
+    for prefix in ("c", "k", "a", "w", "cst"):
+        pattern = re.compile(rf"^{prefix}\d+$")
+        if not any(pattern.match(v) for v in variables):
+            return prefix
+    return "cst_"
+
+
+def _format_number(value: float) -> str:
+    if value == math.pi:
+        return "pi"
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def render(node: Node, prefix: str = "c") -> str:
+    """Text in the formula language; free constants become ``{prefix}0, {prefix}1, ...``."""
+    counter = [0]
+
+    def go(n: Node) -> tuple[str, int]:
+        if n.op == "var":
+            return n.name or "", _ATOM
+        if n.op == "const":
+            name = f"{prefix}{counter[0]}"
+            counter[0] += 1
+            return name, _ATOM
+        if n.op == "num":
+            value = float(n.value if n.value is not None else 0.0)
+            text = _format_number(abs(value))
+            return ("(-" + text + ")", _ATOM) if value < 0 else (text, _ATOM)
+        if n.op == "neg":
+            text, p = go(n.args[0])
+            return "-" + (f"({text})" if p <= _PREC["neg"] else text), _PREC["neg"]
+        if n.op in _PREC:
+            own = _PREC[n.op]
+            left, lp = go(n.args[0])
+            right, rp = go(n.args[1])
+            if n.op == "pow":
+                left_paren, right_paren = lp <= own, rp < _ATOM
+            else:
+                # add and mul are associative: a*(b*c) may print as a*b*c (same canonical form).
+                left_paren = lp < own
+                right_paren = rp < own if n.op in ("add", "mul") else rp <= own
+            if n.args[1].op == "neg":
+                right_paren = True
+            left = f"({left})" if left_paren else left
+            right = f"({right})" if right_paren else right
+            return left + _SYMBOL[n.op] + right, own
+        text, _ = go(n.args[0])
+        return f"{n.op}({text})", _ATOM
+
+    return go(node)[0]

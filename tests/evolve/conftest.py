@@ -1,0 +1,75 @@
+"""Shared fixtures: small real datasets (CSV files read by ``load_dataset``), one real
+Evaluator per dataset for the whole session (XLA compiles are paid once), and a direct loop that
+does what the agent does with the evolve model's tool calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from sr_dist.context import Context
+from sr_dist.data import Dataset, load_dataset
+from sr_dist.evaluator import Evaluator
+from sr_dist.models.base import ModelResponse
+from sr_dist.tools.types import ToolCall, ToolCallResult
+
+N_ROWS = 200
+NAMES = ("x0", "x1", "x2")
+TOOLS = [
+    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+    for name in ("evaluate_formulas", "submit_formula", "best_formulas", "data_summary")
+]
+
+
+def _write(path: Path, fn: Callable[[np.ndarray], np.ndarray], seed: int) -> Dataset:
+    X = np.random.default_rng(seed).uniform(1.0, 3.0, size=(N_ROWS, len(NAMES)))
+    body = np.column_stack([X, fn(X)])
+    np.savetxt(path, body, delimiter=",", header=",".join(NAMES + ("y",)), comments="", fmt="%.17g")
+    return load_dataset(f"csv:{path}", seed=0)
+
+
+@pytest.fixture(scope="session")
+def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Dataset]:
+    root = tmp_path_factory.mktemp("evolve-data")
+    return {
+        "product": _write(root / "product.csv", lambda X: 2.5 * X[:, 0] * X[:, 1], 0),
+        "sum": _write(root / "sum.csv", lambda X: 1.5 * X[:, 0] * np.sin(X[:, 1]) + X[:, 2] ** 2, 1),
+    }
+
+
+@pytest.fixture(scope="session")
+def evaluators(datasets: dict[str, Dataset]) -> dict[str, Evaluator]:
+    return {name: Evaluator(ds, restarts=4, max_iters=30) for name, ds in datasets.items()}
+
+
+def info_for(ds: Dataset, sample: bool = True, seed: int = 0) -> dict[str, Any]:
+    info: dict[str, Any] = {"variables": list(ds.feature_names), "seed": seed, "dataset": ds.name}
+    if sample:
+        info["sample"] = {"X": ds.X_train.tolist(), "y": ds.y_train.tolist()}
+    return info
+
+
+def tool_record(fit: Any) -> dict[str, Any]:
+    """What the evaluate_formulas tool shows a model for one fit (no test metrics)."""
+    d = fit.to_dict()
+    keys = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse", "complexity", "error")
+    return {k: d[k] for k in keys}
+
+
+def step(model: Any, context: Context, evaluator: Evaluator) -> ModelResponse:
+    """One agent turn: call the model, run its evaluate_formulas call, record the result."""
+    response = model.call(context, TOOLS)
+    for call in response.tool_calls:
+        name = call["function"]["name"]
+        args = json.loads(call["function"]["arguments"])
+        if name == "evaluate_formulas":
+            fits = evaluator.fit_many(args["expressions"])
+            result = ToolCallResult(True, {"results": [tool_record(f) for f in fits]}, "", {"tool": name})
+        else:
+            result = ToolCallResult(True, {"submitted": args.get("expression")}, "submitted", {"tool": name})
+        context.tool_history.append((ToolCall(name, args, call["id"]), result))
+    return response

@@ -1,0 +1,109 @@
+"""Pure operators and tree helpers: every output parses, respects the limits, and renders back
+to the same canonical form; tidying removes exactly the redundancy it claims to."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sr_dist.evolve.operators import OPERATORS, Grammar, random_factor, random_tree
+from sr_dist.evolve.tree import constant_prefix, count_constants, render, size, tidy
+from sr_dist.formula import parse_formula
+
+VARIABLES = ("x0", "x1", "theta")
+GRAMMAR = Grammar(VARIABLES, max_size=25, max_constants=4)
+
+
+def _parents(rng: np.random.Generator, n: int) -> list[tuple]:
+    out = []
+    while len(out) < n:
+        a = tidy(random_tree(rng, GRAMMAR, 4))
+        b = tidy(random_tree(rng, GRAMMAR, 4))
+        if size(a) <= GRAMMAR.max_size and size(b) <= GRAMMAR.max_size:
+            out.append((a, b))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_operator_outputs_parse_and_respect_limits(name: str) -> None:
+    operator, _, arity = OPERATORS[name]
+    rng = np.random.default_rng(7)
+    produced = 0
+    for parents in _parents(rng, 150):
+        child = operator(parents[:arity], rng, GRAMMAR)
+        if child is None:
+            continue
+        produced += 1
+        text = render(child, "c")
+        formula = parse_formula(text, VARIABLES)
+        assert formula.complexity <= GRAMMAR.max_size, text
+        assert len(formula.constants) <= GRAMMAR.max_constants, text
+        assert formula.variables, f"{name} produced a formula without variables: {text}"
+        # The rendered text parses back to a tree with the same canonical form.
+        assert parse_formula(render(formula.tree, "c"), VARIABLES).canonical == formula.canonical
+    assert produced >= 30, f"{name} applied only {produced} times out of 150"
+
+
+def test_random_trees_render_and_parse_back() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        tree = random_tree(rng, GRAMMAR, int(rng.integers(1, 6)), full=bool(rng.integers(2)))
+        text = render(tree)
+        assert parse_formula(text, VARIABLES).complexity == size(tree), text
+        factor = random_factor(rng, GRAMMAR)
+        parse_formula(render(factor), VARIABLES)
+
+
+def test_operators_are_deterministic_for_a_seed() -> None:
+    parents = _parents(np.random.default_rng(3), 20)
+    for name, (operator, _, arity) in OPERATORS.items():
+        first = [operator(p[:arity], np.random.default_rng(11), GRAMMAR) for p in parents]
+        second = [operator(p[:arity], np.random.default_rng(11), GRAMMAR) for p in parents]
+        assert first == second, name
+
+
+# Behaviour table for ``tidy``: input text -> expected canonical text after tidying.
+TIDY_CASES = [
+    ("c0*(c1*x0)", "c0*x0"),
+    ("c0*x0/c1", "c0*x0"),
+    ("x0 + c0 - c1", "x0 + c0"),
+    ("x0 + 1 + c0", "x0 + c0"),
+    ("sin(c0*c1) + x0", "x0 + c0"),
+    ("exp(c0 + c1)*x0", "c0*x0"),
+    ("x0**2 + c0", "x0**2 + c0"),
+    ("2*x0*c0", "c0*x0"),
+    ("-(-x0)", "x0"),
+    ("x0*c0 + x1*c1", "c0*x0 + c1*x1"),
+]
+
+
+@pytest.mark.parametrize("text,expected", TIDY_CASES)
+def test_tidy_cases(text: str, expected: str) -> None:
+    tree = parse_formula(text, VARIABLES).tree
+    tidied = parse_formula(render(tidy(tree)), VARIABLES)
+    assert tidied.canonical == parse_formula(expected, VARIABLES).canonical
+
+
+def test_tidy_never_increases_size_or_constants() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        tree = random_tree(rng, GRAMMAR, 5)
+        tidied = tidy(tree)
+        assert size(tidied) <= size(tree)
+        assert count_constants(tidied) <= count_constants(tree)
+
+
+def test_constant_prefix_avoids_variable_names() -> None:
+    assert constant_prefix(["x", "y"]) == "c"
+    assert constant_prefix(["c0", "y"]) == "k"
+    assert constant_prefix(["c1", "k2"]) == "a"
+    text = render(parse_formula("a*c0 + b", ["c0"]).tree, constant_prefix(["c0"]))
+    assert parse_formula(text, ["c0"]).variables == ("c0",)
+    assert parse_formula(text, ["c0"]).constants == ("k0", "k1")
+
+
+def test_grammar_rejects_bad_limits() -> None:
+    with pytest.raises(ValueError):
+        Grammar(())
+    with pytest.raises(ValueError):
+        Grammar(("x",), max_size=0)

@@ -1,0 +1,153 @@
+"""Seeding, history and recovery: pure functions checked against known answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sr_dist.evolve.population import Individual, pareto_front, read_history
+from sr_dist.evolve.recovery import exact_recovery, snap_constant
+from sr_dist.evolve.seeding import Sample, power_law, sample_from_info, seed_library
+from sr_dist.evolve.tree import render, tidy
+from sr_dist.formula import parse_formula
+from sr_dist.tools.types import ToolCall, ToolCallResult
+
+NAMES = ["x0", "x1", "x2"]
+
+
+def _sample(fn, n: int = 300, seed: int = 0) -> Sample:
+    X = np.random.default_rng(seed).uniform(1.0, 4.0, size=(n, 3))
+    return Sample(X, fn(X))
+
+
+def test_power_law_recovers_monomial_exponents() -> None:
+    law = power_law(_sample(lambda X: 3.0 * X[:, 0] ** 2 / np.sqrt(X[:, 1])), NAMES)
+    assert law is not None
+    assert law.rounded(0.5) == {"x0": 2.0, "x1": -0.5, "x2": 0.0}
+    assert law.rmse < 1e-9
+    assert {"x0": 2.0, "x1": -0.5} in law.outer_sets()
+
+
+def test_power_law_flags_the_non_power_variable() -> None:
+    law = power_law(_sample(lambda X: X[:, 0] * np.exp(-X[:, 2])), NAMES)
+    assert law is not None
+    assert max(law.gains, key=law.gains.__getitem__) == "x2"
+
+
+def test_library_starts_with_the_exact_sparse_structure() -> None:
+    sample = _sample(lambda X: X[:, 0] * (2.0 * X[:, 1] + 0.5 * X[:, 2] * np.sin(X[:, 1])))
+    library = seed_library(NAMES, sample)
+    first = parse_formula(render(tidy(library[0])), NAMES)
+    assert first.canonical == parse_formula("x0*(c0*x1 + c1*x2*sin(x1) + c2)", NAMES).canonical
+
+
+def test_library_is_deterministic_and_data_free_without_sample() -> None:
+    sample = _sample(lambda X: X[:, 0] / X[:, 1])
+    assert seed_library(NAMES, sample) == seed_library(NAMES, sample)
+    free = [render(tidy(t)) for t in seed_library(NAMES, None)]
+    assert "c0*x0" in free and "c0*(x0*x1)" in free or "c0*x0*x1" in free
+    for text in free:
+        parse_formula(text, NAMES)
+
+
+SAMPLE_CASES = [
+    ({}, None),
+    ({"sample": "rows"}, None),
+    ({"sample": {"X": [[1, 2, 3]] * 20}}, None),  # no y
+    ({"sample": {"X": [[1, 2]] * 20, "y": [1.0] * 20}}, None),  # wrong width
+    ({"sample": {"X": [[1, 2, 3]] * 5, "y": [1.0] * 5}}, None),  # too few rows
+    ({"sample": {"X": [["a", 2, 3]] * 20, "y": [1.0] * 20}}, None),
+    ({"sample": {"X": [[1, 2, 3]] * 20, "y": [1.0] * 20}}, (20, 3)),
+    ({"sample": {"columns": {"x0": [1.0] * 20, "x1": [2.0] * 20, "x2": [3.0] * 20}, "y": [1.0] * 20}}, (20, 3)),
+    ({"sample": {"X": [[1, 2, 3]] * 19 + [[1, float("nan"), 3]], "y": [1.0] * 20}}, (19, 3)),
+]
+
+
+@pytest.mark.parametrize("info,shape", SAMPLE_CASES)
+def test_sample_from_info(info: dict, shape: tuple | None) -> None:
+    sample = sample_from_info(info, NAMES)
+    assert (None if sample is None else sample.X.shape) == shape
+
+
+def _history_entry(expressions: list[str], nmses: list[float]) -> tuple[ToolCall, ToolCallResult]:
+    records = [
+        {"expression": e, "canonical": parse_formula(e, NAMES).canonical, "status": "ok",
+         "val_nmse": v, "train_nmse": v, "complexity": parse_formula(e, NAMES).complexity}
+        for e, v in zip(expressions, nmses)
+    ]
+    return ToolCall("evaluate_formulas", {"expressions": expressions}), ToolCallResult(True, {"results": records}, "")
+
+
+def test_history_tracks_best_and_stagnation() -> None:
+    entries = [
+        _history_entry(["c0*x0", "c0*x1"], [0.5, 0.7]),
+        _history_entry(["c0*x0*x1"], [0.1]),
+        _history_entry(["c0*x0 + c1"], [0.2]),
+        _history_entry(["c0*x2"], [0.9]),
+    ]
+    history = read_history(entries, NAMES)
+    assert history.generations == 4
+    assert history.best_by_generation == (0.5, 0.1, 0.1, 0.1)
+    assert history.stagnant_for() == 2
+    assert history.best is not None and history.best.expression == "c0*x0*x1"
+    assert parse_formula("x0*c5", NAMES).canonical in history.seen
+
+
+def test_pareto_front() -> None:
+    def ind(c: int, nmse: float) -> Individual:
+        return Individual(f"e{c}_{nmse}", f"k{c}_{nmse}", parse_formula("x0", NAMES).tree, nmse, c, 0)
+
+    front = pareto_front([ind(3, 0.5), ind(5, 0.1), ind(5, 0.05), ind(7, 0.2), ind(9, 0.01), ind(1, 1.0)])
+    assert [(i.complexity, i.nmse) for i in front] == [(1, 1.0), (3, 0.5), (5, 0.05), (9, 0.01)]
+
+
+SNAP_CASES = [
+    (0.5000001, "1/2"),
+    (1 / math.sqrt(2 * math.pi), "sqrt(2)/(2*sqrt(pi))"),
+    (3 / (8 * math.pi), "3/(8*pi)"),
+    (-2.0, "-2"),
+    (4 * math.pi, "4*pi"),
+    (2e-5, "0"),
+    (-0.9999963045120239, "-1"),
+    (0.6666656136512756, "2/3"),
+    (1.2345678, None),
+    (0.1234567, None),
+    (math.inf, None),
+]
+
+
+@pytest.mark.parametrize("value,expected", SNAP_CASES)
+def test_snap_constant(value: float, expected: str | None) -> None:
+    import sympy
+
+    snapped = snap_constant(value)
+    if expected is None:
+        assert snapped is None
+    else:
+        assert snapped is not None and sympy.simplify(snapped - sympy.sympify(expected)) == 0
+
+
+RECOVERY_CASES = [
+    # (candidate, constants, truth, variables, expected)
+    ("c0*q*(Ef + c1*B*v*sin(theta))", {"c0": 1.0000001, "c1": 0.9999999}, "q*(Ef+B*v*sin(theta))", ["q", "Ef", "B", "v", "theta"], True),
+    ("c0*p_d*sin(c1*theta)/(epsilon*r**3)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], True),
+    ("c0*p_d*sin(c1*theta)/(epsilon*r**2)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], False),
+    ("c0*exp(c1*theta**2)", {"c0": 0.3989422804, "c1": -0.5}, "exp(-theta**2/2)/sqrt(2*pi)", ["theta"], True),
+    ("c0*exp(c1*theta**2)", {"c0": 0.3989422804, "c1": -0.51}, "exp(-theta**2/2)/sqrt(2*pi)", ["theta"], False),
+    # Over-parametrised: c0*c1 = 1 only in combination.
+    ("c0*x + c1", {"c0": 1.0, "c1": 0.3}, "x", ["x"], False),
+    ("c0*(x + c1*x*y)", {"c0": 1.7, "c1": 1 / 1.7}, "2*x + x*y", ["x", "y"], False),
+    ("c0*(x + c1*x*y)", {"c0": 1.7, "c1": 1 / 1.7}, "1.7*x + x*y", ["x", "y"], True),
+    ("c0*(x + c1*x*y)", {"c0": 2.0, "c1": 0.5}, "2*x + x*y", ["x", "y"], True),
+    ("c0*(x + c1*y) + c2*(c3 + x)", {"c0": 1.3, "c1": 1 / 1.3, "c2": -0.3, "c3": 0.0}, "x + y", ["x", "y"], True),
+    ("sqrt(x**2)", {}, "x", ["x"], True),
+    ("x +", {}, "x", ["x"], False),
+    ("c0*x", {}, "x", ["x"], False),
+]
+
+
+@pytest.mark.parametrize("candidate,constants,truth,variables,expected", RECOVERY_CASES)
+def test_exact_recovery(candidate: str, constants: dict, truth: str, variables: list, expected: bool) -> None:
+    assert exact_recovery(candidate, constants, truth, variables) is expected
