@@ -1,24 +1,60 @@
-"""Console scripts.
+"""``sr-dist``: the Hydra app that runs a search (``python -m sr_dist`` is the same).
 
-``sr-dist`` is a Hydra app over the configs shipped in ``sr_dist/conf`` (so it works from an
-installed wheel, not only from the source tree).
+The configs live in ``sr_dist/conf`` (package data, so an installed wheel has them too).
+``sr-dist --help`` lists the config groups, the common overrides and the resolved config;
+``sr-dist --multirun KEY=A,B ...`` runs a sweep, one run after another in this process, all
+writing into the same ``results.path``.
+
+Exit status: 0 when the run searched (stopping on a budget included), 1 when it failed or every
+agent failed, 2 for a configuration error, 128+N after signal N (130 for Ctrl-C). In a sweep the
+worst status wins, and an interrupt stops the sweep.
 """
 
 from __future__ import annotations
 
+import sys
+
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
+
+__all__ = ["main", "run_from_config"]
+
+PROG = "sr-dist"
+_exit_code = 0
+
+
+def run_from_config(cfg: DictConfig, base_dir: str | None = None) -> int:
+    """Run one search and return the process exit status; errors become one line on stderr."""
+    from sr_dist.search import SearchError, SettingsError, run_search
+
+    try:
+        summary = run_search(cfg, base_dir=base_dir)
+    except SettingsError as exc:
+        print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except SearchError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    if summary.all_agents_failed:
+        print(f"{PROG}: every agent failed; see the agent lines above", file=sys.stderr)
+    return summary.exit_code
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def _run(cfg: DictConfig) -> None:
-    # Orchestration (Ray agents, shared evaluator, Parquet results) arrives with the main-job
-    # issue; until then the app resolves and prints its configuration.
-    print(OmegaConf.to_yaml(cfg, resolve=True), end="")
+    global _exit_code
+    from hydra.utils import get_original_cwd
+
+    code = run_from_config(cfg, base_dir=get_original_cwd())
+    _exit_code = max(_exit_code, code)
+    if code >= 128:  # interrupted: end the process (and a sweep) now
+        sys.exit(code)
 
 
 def main() -> None:
+    """Console entry point."""
     _run()
+    sys.exit(_exit_code)
 
 
 if __name__ == "__main__":

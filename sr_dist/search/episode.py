@@ -1,0 +1,149 @@
+"""One agent episode, assembled from plain parts: model, parser, formula tools, prompt, limits.
+
+:func:`run_episode` is what an ``AgentActor`` runs; it has no Ray in it (the evaluator and the
+recorder are whatever the caller passes), so it also runs in-process. It never raises for the
+agent's own trouble: a model that cannot be built or an episode that crashes becomes an
+:class:`AgentOutcome` with ``stop_reason`` ``error`` and the message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode"]
+
+log = logging.getLogger(__name__)
+
+#: Training rows shared with the proposer in ``context.info["sample"]`` (evolve's data-driven
+#: seeding reads them; LLM providers never see ``info``).
+SAMPLE_ROWS = 500
+
+
+def agent_seed(run_seed: int, agent_id: int) -> int:
+    """A per-agent seed: distinct for each agent, reproducible from ``search.seed``."""
+    digest = hashlib.blake2b(f"{int(run_seed)}:{int(agent_id)}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSpec:
+    """Everything an agent needs besides the dataset and the shared actors."""
+
+    run_id: str
+    agent_id: int
+    seed: int
+    model: Mapping[str, Any]
+    model_label: str
+    dataset_name: str
+    max_turns: int | None
+    max_tool_calls: int | None = None
+    failure_budget: int | None = 5
+    target_nmse: float | None = None
+    deadline_s: float | None = None
+    #: Trusted MCP server launch configs; each agent starts its own servers (MCP tools are
+    #: process-local: they hold pipes to their server processes).
+    servers: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentOutcome:
+    """How an agent ended, as the driver and the run summary see it."""
+
+    agent_id: int
+    stop_reason: str
+    turns: int = 0
+    tool_calls: int = 0
+    failed_tool_calls: int = 0
+    candidates: int = 0
+    best_expression: str | None = None
+    best_val_nmse: float | None = None
+    submitted: str | None = None
+    error: str | None = None
+    recording_errors: int = 0
+    lost_row_batches: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        """The agent could not search at all (its model or episode broke)."""
+        return self.stop_reason in ("error", "internal_error") or (
+            self.stop_reason.startswith("model_error") and self.candidates == 0
+        )
+
+    def with_lost_rows(self, batches: int) -> AgentOutcome:
+        return dataclasses.replace(self, lost_row_batches=int(batches))
+
+
+def _model_config(spec: AgentSpec) -> dict[str, Any]:
+    cfg = dict(spec.model)
+    if cfg.get("provider") == "evolve":
+        cfg["seed"] = spec.seed  # evolve's own seed wins over context.info, so set it here
+    return cfg
+
+
+def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
+                cancel_event: threading.Event, extra_tools: Any = ()) -> Any:
+    """The ``Agent`` for one episode (raises ``ModelConfigError``/``ValueError`` on bad config)."""
+    from sr_dist.agent import AgentLimits
+    from sr_dist.agent import build_agent as wire_agent
+    from sr_dist.models import build_model
+
+    limits = AgentLimits(
+        max_turns=spec.max_turns, max_tool_calls=spec.max_tool_calls,
+        deadline_s=spec.deadline_s, failure_budget=spec.failure_budget,
+        target_nmse=spec.target_nmse,
+    )
+    return wire_agent(
+        build_model(_model_config(spec)), dataset, evaluator, limits=limits, recorder=recorder,
+        agent_id=spec.agent_id, seed=spec.seed, cancel_event=cancel_event,
+        sample_rows=SAMPLE_ROWS, extra_tools=extra_tools,
+    )
+
+
+async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
+                      cancel_event: threading.Event | None = None) -> AgentOutcome:
+    """Run one episode to its end; every failure is reported in the outcome, never raised."""
+    cancel = cancel_event if cancel_event is not None else threading.Event()
+    toolset = None
+    try:
+        extra_tools: Any = ()
+        if spec.servers:
+            from sr_dist.tools.formula_tools import FORMULA_TOOLS
+            from sr_dist.tools.mcp import astart_mcp_tools
+
+            toolset = await astart_mcp_tools(spec.servers)
+            extra_tools = toolset.tools(reserved=FORMULA_TOOLS)
+        agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools)
+    except Exception as exc:  # noqa: BLE001 - a broken config ends this agent with a reason
+        log.error("agent %d could not start: %s", spec.agent_id, exc)
+        if toolset is not None:
+            await toolset.aclose()
+        return AgentOutcome(spec.agent_id, "error", error=f"{type(exc).__name__}: {exc}")
+    try:
+        result = await agent.arun()
+    except Exception as exc:  # noqa: BLE001 - the loop promises not to raise; belt and braces
+        log.exception("agent %d crashed", spec.agent_id)
+        return AgentOutcome(spec.agent_id, "error", error=f"{type(exc).__name__}: {exc}")
+    finally:
+        if toolset is not None:
+            await toolset.aclose()
+    best = result.best
+    return AgentOutcome(
+        agent_id=spec.agent_id,
+        stop_reason=result.stop_reason,
+        turns=result.turns,
+        tool_calls=result.tool_calls,
+        failed_tool_calls=result.failed_tool_calls,
+        candidates=result.candidates,
+        best_expression=best.expression if best is not None else None,
+        best_val_nmse=best.val_nmse if best is not None else None,
+        submitted=result.submitted.expression if result.submitted is not None else None,
+        error=result.error,
+        recording_errors=result.recording_errors,
+        elapsed_s=result.elapsed_s,
+    )

@@ -1,0 +1,220 @@
+"""What a run reports while it runs and when it ends: tallies, the progress line, the tables.
+
+:class:`RunTally` folds candidate rows into counts and the best candidate (the result writer
+actor keeps one). :func:`format_progress` renders a :class:`ProgressSnapshot` as one line;
+:class:`ProgressReporter` redraws that line in a terminal and logs it every few seconds
+otherwise. :func:`format_pareto` renders a Pareto front. Plain functions and small objects: the
+driver feeds them, tests call them directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
+
+__all__ = [
+    "BestCandidate",
+    "ProgressReporter",
+    "ProgressSnapshot",
+    "RunTally",
+    "TallySnapshot",
+    "format_duration",
+    "format_pareto",
+    "format_progress",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class BestCandidate:
+    """The best ``ok`` candidate so far (lowest validation NMSE, then lowest complexity)."""
+
+    candidate_id: str
+    agent_id: int
+    expression: str
+    constants: str | None
+    complexity: int | None
+    val_nmse: float
+    test_nmse: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class TallySnapshot:
+    candidates: int
+    by_agent: dict[int, int]
+    by_status: dict[str, int]
+    best: BestCandidate | None
+
+
+def _better(row: Mapping[str, Any], best: BestCandidate | None) -> bool:
+    val = row.get("val_nmse")
+    if row.get("status") != "ok" or val is None or not math.isfinite(float(val)):
+        return False
+    if best is None:
+        return True
+    complexity = row.get("complexity")
+    key = (float(val), complexity if complexity is not None else math.inf)
+    best_key = (best.val_nmse, best.complexity if best.complexity is not None else math.inf)
+    return key < best_key
+
+
+class RunTally:
+    """Counts candidate rows and keeps the best; rows are ``CANDIDATE_SCHEMA`` dicts."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._by_agent: Counter[int] = Counter()
+        self._by_status: Counter[str] = Counter()
+        self._best: BestCandidate | None = None
+        self._seen: set[str] = set()
+
+    def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Count ``rows``; a ``candidate_id`` already counted is skipped (resent rows)."""
+        for row in rows:
+            cid = str(row.get("candidate_id"))
+            if cid in self._seen:
+                continue
+            self._seen.add(cid)
+            self._count += 1
+            self._by_agent[int(row.get("agent_id", -1))] += 1
+            self._by_status[str(row.get("status"))] += 1
+            if _better(row, self._best):
+                self._best = BestCandidate(
+                    candidate_id=str(row.get("candidate_id")),
+                    agent_id=int(row.get("agent_id", -1)),
+                    expression=str(row.get("expression")),
+                    constants=row.get("constants"),
+                    complexity=row.get("complexity"),
+                    val_nmse=float(row["val_nmse"]),
+                    test_nmse=row.get("test_nmse"),
+                )
+
+    def snapshot(self) -> TallySnapshot:
+        return TallySnapshot(
+            candidates=self._count,
+            by_agent=dict(sorted(self._by_agent.items())),
+            by_status=dict(sorted(self._by_status.items())),
+            best=self._best,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgressSnapshot:
+    """One moment of a run, as the progress line shows it."""
+
+    elapsed_s: float
+    candidates: int
+    fits: int
+    fits_per_s: float
+    best_val_nmse: float | None
+    best_expression: str | None
+    agents_running: int
+    agents_total: int
+    queue_depth: int = 0
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def _short(text: str | None, width: int) -> str:
+    if not text:
+        return "-"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_progress(snap: ProgressSnapshot, width: int = 60) -> str:
+    """``[00:42] 1,234 candidates | 85.2 fits/s | best val NMSE 3.1e-04 x*y | agents 2/2``."""
+    best = "-" if snap.best_val_nmse is None else f"{snap.best_val_nmse:.3g}"
+    parts = [
+        f"[{format_duration(snap.elapsed_s)}] {snap.candidates:,} candidates",
+        f"{snap.fits_per_s:.1f} fits/s",
+        f"best val NMSE {best} {_short(snap.best_expression, width)}",
+        f"agents {snap.agents_running}/{snap.agents_total}",
+    ]
+    return " | ".join(parts)
+
+
+class ProgressReporter:
+    """Shows progress: a redrawn line on a terminal, a log line every ``interval_s`` otherwise.
+
+    ``update`` is cheap to call often; it decides itself whether to print.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, tty: bool | None = None,
+                 interval_s: float = 10.0, redraw_s: float = 0.5) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        if tty is None:
+            isatty = getattr(self.stream, "isatty", None)
+            tty = bool(isatty()) if callable(isatty) else False
+        self.tty = tty
+        self.interval_s = interval_s if not tty else redraw_s
+        self._last: float | None = None
+        self._drawn = 0
+
+    def update(self, snap: ProgressSnapshot, now: float, force: bool = False) -> None:
+        if not force and self._last is not None and now - self._last < self.interval_s:
+            return
+        self._last = now
+        line = format_progress(snap)
+        if self.tty:
+            pad = " " * max(0, self._drawn - len(line))
+            self.stream.write("\r" + line + pad)
+            self._drawn = len(line)
+        else:
+            self.stream.write("sr-dist: " + line + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        """End the redrawn line so later output starts on its own line."""
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = 0
+
+
+def _constants_text(constants: str | None, digits: int = 6) -> str:
+    if not constants:
+        return ""
+    try:
+        values = json.loads(constants)
+    except (TypeError, ValueError):
+        return f" [{constants}]"
+    if not isinstance(values, dict) or not values:
+        return ""
+    parts = []
+    for name, value in values.items():
+        parts.append(f"{name}={'nan' if value is None else format(float(value), f'.{digits}g')}")
+    return " [" + ", ".join(parts) + "]"
+
+
+def format_pareto(rows: Sequence[Mapping[str, Any]], metric: str = "val_nmse",
+                  width: int = 70) -> str:
+    """A Pareto front (rows sorted by complexity) as a fixed-width table."""
+    if not rows:
+        return "(no successfully fitted candidates)"
+    header = f"{'complexity':>10}  {metric:>10}  {'test_nmse':>10}  formula"
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        value = row.get(metric)
+        test = row.get("test_nmse")
+        formula = str(row.get("expression")) + _constants_text(row.get("constants"), 4)
+        lines.append(
+            f"{row.get('complexity', '-')!s:>10}  "
+            f"{'-' if value is None else format(float(value), '.4g'):>10}  "
+            f"{'-' if test is None else format(float(test), '.4g'):>10}  "
+            f"{_short(formula, width)}"
+        )
+    return "\n".join(lines)
+
+
+def format_constants(constants: str | None) -> str:
+    """Fitted constants (the JSON text of a results row) as ``a=1.5, b=2``."""
+    return _constants_text(constants).strip(" []")

@@ -1,0 +1,193 @@
+"""The shared evaluator as an asyncio service: requests in, micro-batches to the Evaluator.
+
+:class:`BatchingEvaluator` is what the ``EvaluatorActor`` holds. Callers ``await
+fit_many(expressions, agent_id)`` concurrently; a background task takes batches from the
+:class:`~sr_dist.search.batching.MicroBatcher` and runs ``Evaluator.fit_many`` in a worker
+thread, one batch at a time (one device), so the event loop keeps accepting requests while a
+batch is being fitted; requests that arrive meanwhile form the next batch. The Evaluator's own
+cache makes a canonical formula fitted once per run, whichever agent proposed it first.
+
+No Ray here: the service runs in any event loop (tests use ``asyncio.run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from sr_dist.search.batching import Batch, MicroBatcher
+
+__all__ = ["BatchingEvaluator", "EvaluationFailed", "FitsMany", "warmup_formulas"]
+
+
+class FitsMany(Protocol):
+    """What the service needs from ``sr_dist.evaluator.Evaluator``."""
+
+    def fit_many(self, formulas: list[str]) -> list[Any]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+
+class EvaluationFailed(RuntimeError):
+    """The evaluator raised for a whole batch (not a bad formula: those get a status)."""
+
+
+def warmup_formulas(variable: str, const_counts: Sequence[int]) -> list[str]:
+    """One polynomial in ``variable`` per constant count: fitting them compiles the buckets
+    the search will use, before the agents start waiting on them."""
+    formulas = []
+    for k in const_counts:
+        terms = ["w0"] + [f"w{i}*{variable}" + (f"**{i}" if i > 1 else "") for i in range(1, k)]
+        formulas.append(" + ".join(terms))
+    return formulas
+
+
+class BatchingEvaluator:
+    """Micro-batches concurrent ``fit_many`` calls into one evaluator (see module docstring).
+
+    Args:
+        evaluator: the Evaluator (anything with ``fit_many`` and ``stats``).
+        max_batch, max_wait_s: the batching policy (``max_batch=1`` turns batching off).
+        key: canonical key of an expression, for the cross-agent duplicate count.
+        clock: monotonic seconds.
+    """
+
+    def __init__(
+        self,
+        evaluator: FitsMany,
+        max_batch: int,
+        max_wait_s: float,
+        key: Callable[[str], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._evaluator = evaluator
+        self._batcher: MicroBatcher[Any] = MicroBatcher(max_batch, max_wait_s, key)
+        self._clock = clock
+        self._futures: dict[int, asyncio.Future[tuple[Any, ...]]] = {}
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._busy_s = 0.0
+        self._idle_since: float | None = None
+        self._failed_batches = 0
+        self._warmup: dict[str, Any] = {}
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def fit_many(self, expressions: Sequence[str], agent_id: int = 0) -> list[Any]:
+        """Fit ``expressions`` (batched with other callers'); one result per expression."""
+        self._ensure_running()
+        ticket, done = self._batcher.submit(agent_id, list(expressions), self._clock())
+        if done is not None:
+            return list(done.results)
+        future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
+        self._futures[ticket] = future
+        assert self._wake is not None
+        self._wake.set()
+        try:
+            return list(await future)
+        except asyncio.CancelledError:
+            self._batcher.cancel(ticket)
+            self._futures.pop(ticket, None)
+            raise
+
+    def expect(self, agent_ids: Sequence[int]) -> None:
+        """The agents still running: a batch goes as soon as each has a request queued."""
+        self._batcher.expect(list(agent_ids))
+        if self._wake is not None:
+            self._wake.set()
+
+    async def warmup(self, formulas: Sequence[str]) -> dict[str, Any]:
+        """Fit ``formulas`` directly (compiling their buckets), then forget their results so the
+        search's fit counts start clean. Returns what it cost."""
+        before = self._evaluator.stats()
+        start = self._clock()
+        await asyncio.to_thread(self._evaluator.fit_many, list(formulas))
+        clear = getattr(self._evaluator, "clear_cache", None)
+        if callable(clear):
+            clear()
+        after = self._evaluator.stats()
+        self._warmup = {
+            "seconds": round(self._clock() - start, 3),
+            "formulas": len(formulas),
+            "fits": int(after.get("fits", 0)) - int(before.get("fits", 0)),
+            "compiles": int(after.get("compiles", 0)) - int(before.get("compiles", 0)),
+            "compile_s": round(float(after.get("compile_s", 0.0))
+                               - float(before.get("compile_s", 0.0)), 3),
+        }
+        return dict(self._warmup)
+
+    def stats(self) -> dict[str, Any]:
+        """The evaluator's stats, the batching stats under ``batching`` and the warm-up's cost
+        under ``warmup`` (``search_fits`` = fits minus warm-up fits)."""
+        merged = dict(self._evaluator.stats())
+        batching = self._batcher.stats()
+        merged["batching"] = batching.as_dict()
+        merged["queue_depth"] = batching.queue_depth
+        merged["busy_s"] = round(self._busy_s, 4)
+        merged["failed_batches"] = self._failed_batches
+        merged["warmup"] = dict(self._warmup)
+        merged["search_fits"] = int(merged.get("fits", 0)) - int(self._warmup.get("fits", 0))
+        return merged
+
+    async def close(self) -> None:
+        """Stop the batching task; pending callers get :class:`EvaluationFailed`."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        for future in self._futures.values():
+            if not future.done():
+                future.set_exception(EvaluationFailed("the evaluator was shut down"))
+        self._futures.clear()
+
+    # -- the batching loop --------------------------------------------------------------------
+
+    def _ensure_running(self) -> None:
+        if self._task is not None and not self._task.done():
+            return
+        self._wake = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="sr-dist-batcher")
+
+    async def _loop(self) -> None:
+        assert self._wake is not None
+        wake = self._wake
+        while True:
+            wait = self._batcher.wait_time(self._clock(), self._idle_since)
+            if wait is None or wait > 0:
+                try:
+                    await asyncio.wait_for(wake.wait(), timeout=wait)
+                except asyncio.TimeoutError:
+                    pass
+                wake.clear()
+                continue
+            batch = self._batcher.take(self._clock(), idle_since=self._idle_since)
+            if batch is not None:
+                await self._run(batch)
+
+    async def _run(self, batch: Batch) -> None:
+        start = self._clock()
+        try:
+            results = await asyncio.to_thread(self._evaluator.fit_many, list(batch.expressions))
+            completions = self._batcher.complete(batch, results)
+        except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the service
+            self._failed_batches += 1
+            error = EvaluationFailed(f"evaluating a batch of {len(batch.expressions)} formulas "
+                                     f"failed: {type(exc).__name__}: {exc}")
+            for ticket in {ticket for ticket, _, _ in batch.slots}:
+                self._batcher.cancel(ticket)
+                future = self._futures.pop(ticket, None)
+                if future is not None and not future.done():
+                    future.set_exception(error)
+            return
+        finally:
+            self._idle_since = self._clock()
+            self._busy_s += self._idle_since - start
+        for done in completions:
+            future = self._futures.pop(done.ticket, None)
+            if future is not None and not future.done():
+                future.set_result(done.results)

@@ -1,0 +1,264 @@
+"""The ``sr-dist`` app as users run it: real processes, real Ray clusters, Parquet read back.
+
+Each test starts ``sr-dist`` (or ``python -m sr_dist``) as a subprocess: --help, a user's CSV
+with ``sr-dist-query``, a sweep, Ctrl-C, and a two-node cluster started with ``ray start``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sr_dist.results import duckdb_connection, read_run
+
+pytestmark = [
+    pytest.mark.slow,
+    # subprocess's fork-then-exec after JAX was imported in this process (by other test modules)
+    # trips JAX's fork warning; the child execs at once and runs no JAX code.
+    pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning"),
+]
+
+BIN = Path(sys.executable).parent
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    env.update(extra)
+    return env
+
+
+def _sr_dist(*args: str) -> list[str]:
+    script = BIN / "sr-dist"
+    return [str(script), *args] if script.exists() else [sys.executable, "-m", "sr_dist", *args]
+
+
+def _query(*args: str) -> list[str]:
+    script = BIN / "sr-dist-query"
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-m", "sr_dist.query_cli", *args]
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float = 400, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=_env(**env), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# The overrides the issue names; `sr-dist --help` must show each of them.
+HELP_KEYS = [
+    "dataset.source=", "dataset.target=", "model=evolve|openai", "model.base_url=",
+    "model.model=", "model.api_key_env=", "model.tool_mode=", "search.agents=",
+    "search.max_seconds=", "search.max_candidates=", "search.max_turns=", "search.target_nmse=",
+    "search.seed=", "evaluator=cpu|gpu", "evaluator.device", "ray.address=", "results.path=",
+]
+
+
+def test_help_lists_the_overrides(tmp_path: Path) -> None:
+    for cmd in (_sr_dist("--help"), [sys.executable, "-m", "sr_dist", "--help"]):
+        done = _run(cmd, tmp_path, timeout=120)
+        assert done.returncode == 0, done.stderr
+        for key in HELP_KEYS:
+            assert key in done.stdout, key
+        assert "dataset: feynman" in done.stdout and "model: " in done.stdout
+    assert not any(tmp_path.iterdir()), "--help wrote files into the working directory"
+
+
+def test_bad_override_is_a_one_line_error(tmp_path: Path) -> None:
+    done = _run(_sr_dist("search.agents=0", "results.path=out"), tmp_path, timeout=120)
+    assert done.returncode == 2
+    assert "configuration error: search.agents must be positive" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_user_csv_then_query(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    x, z = rng.uniform(1, 5, 400), rng.uniform(1, 5, 400)
+    table = np.column_stack([x, z, 2.5 * x * z])
+    np.savetxt(tmp_path / "data.csv", table, delimiter=",", header="x,z,y", comments="")
+    done = _run(_sr_dist("dataset.source=csv:data.csv", "dataset.target=y",
+                         "search.max_seconds=60", "results.path=out"), tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "best formula:" in done.stdout and "sr-dist-query" in done.stdout
+    query = _run(_query("out", "--sql", "select count(*) from candidates", "--format", "csv"),
+                 tmp_path, timeout=120)
+    assert query.returncode == 0, query.stderr
+    count = int(query.stdout.strip().splitlines()[-1])
+    assert count > 0
+    con = duckdb_connection(tmp_path / "out")
+    (run_id, status, candidates, dataset), = con.sql(
+        "SELECT run_id, status, candidates, dataset FROM runs").fetchall()
+    assert status == "completed" and candidates == count
+    assert dataset == f"csv:{tmp_path / 'data.csv'}"
+    # Hydra's own records stay under the results path, none in the working directory.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "out"]
+
+
+def test_multirun_sweep_shares_one_results_path(tmp_path: Path) -> None:
+    done = _run(_sr_dist("--multirun", "search.seed=0,1",
+                         "dataset.source=feynman:I.12.11,feynman:I.6.2",
+                         "search.max_seconds=4", "results.path=sweep"), tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    con = duckdb_connection(tmp_path / "sweep")
+    runs = con.sql("SELECT run_id, dataset, status, candidates FROM runs ORDER BY run_id").fetchall()
+    assert len(runs) == 4 and len({r[0] for r in runs}) == 4
+    assert {r[1] for r in runs} == {"feynman:I.12.11", "feynman:I.6.2"}
+    assert all(r[2] == "completed" for r in runs)
+    per_run = dict(con.sql("SELECT run_id, count(*) FROM candidates GROUP BY run_id").fetchall())
+    assert {r[0]: r[3] for r in runs} == per_run
+    seeds = con.sql("SELECT DISTINCT regexp_extract(config, 'seed: ([0-9]+)\\n  max_tool', 1) "
+                    "FROM runs").fetchall()
+    assert sorted(s[0] for s in seeds) == ["0", "1"]
+
+
+def test_ctrl_c_leaves_readable_results_and_an_interrupted_row(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        _sr_dist("dataset.source=feynman:I.6.2", "search.max_seconds=600",
+                 "search.target_nmse=null", "results.path=out"),
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, like a terminal's foreground job
+    )
+    try:
+        cand = tmp_path / "out" / "candidates"
+        deadline = time.monotonic() + 300
+        while not list(cand.glob("*/*/*.parquet")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no candidate file appeared"
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    con = duckdb_connection(tmp_path / "out")
+    (run_id, status, reason, candidates), = con.sql(
+        "SELECT run_id, status, stop_reason, candidates FROM runs").fetchall()
+    assert status == "interrupted" and reason == "interrupted"
+    on_disk = con.sql("SELECT count(*) FROM candidates").fetchall()[0][0]
+    assert candidates == on_disk > 0
+    record = read_run(tmp_path / "out", run_id)
+    assert record is not None and record.ended_at is not None
+    assert not list(cand.rglob("*.tmp")), "a temporary file was left behind"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a `ray start --block` process and the Ray processes it started (its group)."""
+    for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # children outlive a `ray start` that exited on SIGTERM
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture()
+def two_node_cluster() -> Iterator[tuple[str, dict[str, str]]]:
+    """A head and a second node on 127.0.0.1, token authentication on."""
+    ray_cli = str(BIN / "ray")
+    temp = tempfile.mkdtemp(prefix="srd-ray-")
+    env = _env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
+    port = _free_port()
+    common = ["--num-cpus=1", "--node-ip-address=127.0.0.1", "--block"]
+    head = subprocess.Popen(
+        [ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false",
+         f"--temp-dir={temp}", *common],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    procs = [head]
+    try:
+        deadline = time.monotonic() + 90
+        while True:  # the GCS port answers once the head is up
+            assert head.poll() is None, "ray start --head exited"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the head node did not come up"
+                time.sleep(0.5)
+        worker = subprocess.Popen(
+            [ray_cli, "start", f"--address=127.0.0.1:{port}", *common],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        procs.append(worker)
+        yield f"127.0.0.1:{port}", env
+    finally:
+        for proc in reversed(procs):
+            _stop_group(proc)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_search_on_a_two_node_cluster(two_node_cluster: tuple[str, dict[str, str]],
+                                      tmp_path: Path) -> None:
+    address, env = two_node_cluster
+    done = subprocess.run(
+        _sr_dist(f"ray.address={address}", "ray.auth_mode=token", "search.agents=2",
+                 "dataset.source=feynman:I.6.2", "search.target_nmse=null",
+                 "search.max_candidates=192", "search.max_seconds=120", "results.path=out"),
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    con = duckdb_connection(tmp_path / "out")
+    (status, reason, candidates), = con.sql(
+        "SELECT status, stop_reason, candidates FROM runs").fetchall()
+    assert status == "completed" and reason == "max_candidates" and candidates >= 192
+    agents = {r[0] for r in con.sql("SELECT DISTINCT agent_id FROM candidates").fetchall()}
+    assert agents == {0, 1}
+
+
+def test_the_config_groups_ship_in_the_wheel(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"  # a copy, so the build's scratch files stay out of the checkout
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, source / name)
+    shutil.copytree(repo / "sr_dist", source / "sr_dist",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q",
+                            "-w", str(tmp_path / "dist")], capture_output=True, text=True,
+                           timeout=300)
+    if built.returncode != 0:
+        pytest.skip(f"could not build a wheel here: {built.stderr.strip().splitlines()[-1:]}")
+    import zipfile
+
+    (wheel,) = (tmp_path / "dist").glob("sr_dist-*.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    run_dir = tmp_path / "elsewhere"
+    run_dir.mkdir()
+    env = {"PYTHONPATH": str(site)}
+    where = _run([sys.executable, "-c", "import sr_dist; print(sr_dist.__file__)"], run_dir, **env)
+    assert where.stdout.strip() == str(site / "sr_dist" / "__init__.py")
+    done = _run([sys.executable, "-m", "sr_dist", "--help", "search.agents=3"], run_dir,
+                timeout=120, **env)
+    assert done.returncode == 0, done.stderr
+    for group in ("dataset: feynman", "evaluator: cpu, gpu", "ray: local", "results: local",
+                  "search: default", "model: "):
+        assert group in done.stdout
+    assert "agents: 3" in done.stdout

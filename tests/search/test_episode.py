@@ -1,0 +1,50 @@
+"""One agent episode in-process (no Ray): the real Evaluator, the evolve proposer, the recorder."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from sr_dist.data import load_dataset
+from sr_dist.evaluator import Evaluator
+from sr_dist.search.episode import AgentSpec, run_episode
+from sr_dist.search.recording import CandidateRecorder
+
+
+def _spec(**changes: Any) -> AgentSpec:
+    base: dict[str, Any] = dict(
+        run_id="r", agent_id=1, seed=7, model={"provider": "evolve", "batch_size": 8},
+        model_label="evolve", dataset_name="feynman:I.12.11", max_turns=2,
+    )
+    base.update(changes)
+    return AgentSpec(**base)
+
+
+def test_episode_records_every_candidate() -> None:
+    import os
+
+    dataset = load_dataset("feynman:I.12.11", n=10_000)
+    evaluator = Evaluator(dataset, compilation_cache_dir=os.environ.get(
+        "SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax")))
+    rows: list[dict[str, Any]] = []
+    recorder = CandidateRecorder("r", 1, "evolve", dataset.name, rows.extend)
+    outcome = asyncio.run(run_episode(_spec(), dataset, evaluator, recorder))
+    assert outcome.agent_id == 1 and outcome.error is None
+    assert outcome.stop_reason in ("max_turns", "submitted", "target_nmse")
+    assert outcome.candidates == len(rows) > 0
+    assert all(row["candidate_id"].startswith("r:1:") for row in rows)
+    assert len({row["candidate_id"] for row in rows}) == len(rows)
+    assert outcome.best_val_nmse is not None and not outcome.failed
+
+
+def test_a_model_that_cannot_be_built_ends_the_agent_with_a_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SR_DIST_TEST_NO_SUCH_KEY", raising=False)
+    spec = _spec(model={"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1",
+                        "api_key_env": "SR_DIST_TEST_NO_SUCH_KEY"})
+    outcome = asyncio.run(run_episode(spec, load_dataset("feynman:I.12.11", n=200), object(),
+                                      lambda *a, **k: None))
+    assert outcome.stop_reason == "error" and outcome.failed
+    assert "SR_DIST_TEST_NO_SUCH_KEY" in (outcome.error or "")

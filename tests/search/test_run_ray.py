@@ -1,0 +1,182 @@
+"""run_search on a real local Ray cluster (one per module): two evolve agents, the shared
+evaluator actor, the result writer, Parquet read back by DuckDB; and a lost agent."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+import pyarrow as pa
+import pytest
+from hydra import compose, initialize_config_module
+
+from sr_dist.results import CANDIDATE_SCHEMA, duckdb_connection, read_run
+from sr_dist.search import RunSummary, run_search
+from sr_dist.search.run import agent_actor_name
+
+pytestmark = [
+    pytest.mark.slow,
+    # ray.init forks and execs Ray's processes; JAX (imported by other modules of this suite)
+    # warns about any fork, though the children exec at once and run no JAX code.
+    pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    import ray
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _cfg(results: Path, *overrides: str) -> Any:
+    with initialize_config_module("sr_dist.conf", version_base="1.3"):
+        return compose("config", overrides=[f"results.path={results}", *overrides])
+
+
+def test_two_agents_one_evaluator(ray_cluster: None, tmp_path: Path) -> None:
+    out = io.StringIO()
+    summary = run_search(
+        _cfg(tmp_path, "dataset.source=feynman:I.6.2", "search.agents=2",
+             "search.max_candidates=300", "search.max_seconds=240", "search.target_nmse=null",
+             "evaluator.max_wait_s=0.5"),
+        stream=out, handle_signals=False,
+    )
+    assert isinstance(summary, RunSummary)
+    assert summary.status == "completed" and summary.stop_reason == "max_candidates"
+    assert summary.exit_code == 0 and summary.lost_agents == ()
+    root = str(tmp_path / "candidates")
+
+    # DuckDB, without sr-dist's help, reads exactly the candidate schema.
+    plain = duckdb.connect()
+    plain.execute("SET TimeZone = 'UTC'")  # DuckDB otherwise labels the zone with the host's
+    raw = plain.sql(f"SELECT * FROM read_parquet('{root}/**/*.parquet', hive_partitioning=true)")
+    schema: pa.Schema = raw.arrow().schema
+    assert [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in CANDIDATE_SCHEMA]
+
+    # Candidates from both agents, every row of this run.
+    con = duckdb_connection(tmp_path)
+    per_agent = dict(con.sql("SELECT agent_id, count(*) FROM candidates GROUP BY agent_id").fetchall())
+    assert set(per_agent) == {0, 1} and all(n > 0 for n in per_agent.values())
+    total = sum(per_agent.values())
+    assert total == summary.candidates >= 300
+
+    # The evaluator mixed agents in its batches ...
+    batching = summary.evaluator["batching"]
+    assert batching["mixed_agent_batches"] >= 1
+    assert sum(batching["batch_sizes"].values()) == batching["batches"]
+
+    # ... and fitted every structure once, whichever agent proposed it and how often.
+    shared = con.sql(
+        "SELECT canonical FROM candidates WHERE status = 'ok' GROUP BY canonical "
+        "HAVING count(DISTINCT agent_id) = 2").fetchall()
+    assert shared, "the agents proposed no formula in common"
+    fitted = con.sql("SELECT count(DISTINCT canonical) FROM candidates "
+                     "WHERE status IN ('ok', 'nonfinite')").fetchall()[0][0]
+    assert summary.evaluator["search_fits"] == fitted
+    # Each shared structure's second request was served by the batch's dedup or the cache.
+    assert batching["duplicate_formulas"] + summary.evaluator["cache_hits"] >= len(shared)
+
+    # The runs row is final and agrees with the files.
+    record = read_run(tmp_path, summary.run_id)
+    assert record is not None and record.status == "completed"
+    assert record.stop_reason == "max_candidates" and record.candidates == total
+    assert record.best_expression == summary.best.expression  # type: ignore[union-attr]
+    assert record.ended_at is not None and record.agents == 2
+
+    text = out.getvalue()
+    assert "Pareto front" in text and f"sr-dist-query {tmp_path} --run {summary.run_id}" in text
+
+
+def test_a_lost_agent_does_not_end_the_run(ray_cluster: None, tmp_path: Path) -> None:
+    import ray
+
+    run_id = "test-lost-agent"
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["summary"] = run_search(
+                _cfg(tmp_path, "dataset.source=feynman:I.6.2", "search.agents=2",
+                     "search.max_seconds=10", "search.target_nmse=null"),
+                stream=io.StringIO(), handle_signals=False, run_id=run_id)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertions below
+            result["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    victim = None
+    for _ in range(600):  # the agent exists once the evaluator has warmed up
+        try:
+            victim = ray.get_actor(agent_actor_name(run_id, 1))
+            break
+        except ValueError:
+            time.sleep(0.1)
+    assert victim is not None, "agent 1 never appeared"
+    ray.kill(victim)
+    thread.join(timeout=240)
+    assert not thread.is_alive()
+    assert "error" not in result, result.get("error")
+    summary: RunSummary = result["summary"]
+    assert summary.lost_agents == (1,)
+    assert summary.status == "completed" and summary.exit_code == 0
+    outcome = {a.agent_id: a for a in summary.agents}
+    assert outcome[1].stop_reason == "lost" and outcome[0].stop_reason != "lost"
+    con = duckdb_connection(tmp_path)
+    agents = {row[0] for row in con.sql("SELECT DISTINCT agent_id FROM candidates").fetchall()}
+    assert 0 in agents
+
+
+def test_an_evaluator_that_cannot_start_fails_the_run_cleanly(ray_cluster: None,
+                                                               tmp_path: Path) -> None:
+    from sr_dist.search import SearchError
+
+    with pytest.raises(SearchError, match="evaluator actor could not start") as info:
+        run_search(_cfg(tmp_path, "+evaluator.layout=diagonal", "search.max_seconds=5"),
+                   stream=io.StringIO(), handle_signals=False, run_id="test-bad-evaluator")
+    assert "layout" in str(info.value)
+    record = read_run(tmp_path, "test-bad-evaluator")
+    assert record is not None and record.status == "failed" and record.stop_reason == "error"
+    assert record.error is not None and "layout" in record.error
+
+
+def test_a_hanging_mcp_tool_does_not_hold_up_a_ray_run(ray_cluster: None, tmp_path: Path) -> None:
+    """Issue 6 acceptance on Ray: the hang times out, the next call to that server fails fast,
+    both count as failed tool calls, the agent goes on to submit, and the run ends normally."""
+    import sys
+
+    from tests.support.chat_server import ScriptedChatServer, chat_completion, tool_call
+
+    flaky = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "flaky_server.py"
+    server_cfg = ("+servers=[{name: flaky, command: '" + sys.executable + "', args: ['"
+                  + str(flaky) + "'], startup_timeout_s: 30, call_timeout_s: 1}]")
+    script = [
+        chat_completion(tool_calls=[tool_call("sleep", {"seconds": 3600}, id="hang")]),
+        chat_completion(tool_calls=[tool_call("echo", {"text": "still there?"}, id="echo")]),
+        chat_completion(tool_calls=[tool_call("evaluate_formulas", {"expressions": ["c*theta"]}, id="ev")]),
+        chat_completion(tool_calls=[tool_call("submit_formula", {"expression": "c*theta"}, id="sub")]),
+    ]
+    with ScriptedChatServer(script) as chat:
+        summary = run_search(
+            _cfg(tmp_path, "dataset.source=feynman:I.6.2", "search.agents=1", "model=openai",
+                 f"model.base_url={chat.base_url}", "model.model=scripted", "model.api_key_env=null",
+                 "search.max_seconds=120", "search.target_nmse=null", server_cfg.replace("+servers", "servers")),
+            stream=io.StringIO(), handle_signals=False,
+        )
+    assert summary.status == "completed" and summary.lost_agents == ()
+    [agent] = summary.agents
+    assert agent.stop_reason == "submitted", agent
+    assert agent.tool_calls == 4 and agent.failed_tool_calls == 2, agent
+    con = duckdb_connection(tmp_path)
+    assert con.sql("SELECT count(*) FROM candidates").fetchall()[0][0] == 2  # evaluate + submit

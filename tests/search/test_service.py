@@ -1,0 +1,132 @@
+"""The batching service over the real Evaluator (no Ray): concurrent agents, one fit per
+canonical formula, constants under each caller's own names, failures isolated per batch."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from sr_dist.data import load_dataset
+from sr_dist.evaluator import Evaluator
+from sr_dist.search.actors import canonical_key
+from sr_dist.search.service import BatchingEvaluator, EvaluationFailed, warmup_formulas
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Evaluator:
+    dataset = load_dataset("feynman:I.12.11", n=10_000)
+    return Evaluator(dataset, compilation_cache_dir=_cache_dir())
+
+
+def _cache_dir() -> str:
+    import os
+
+    return os.environ.get("SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax"))
+
+
+def _service(evaluator: Evaluator, **kw: Any) -> BatchingEvaluator:
+    variables = list(evaluator.dataset.feature_names)
+    return BatchingEvaluator(evaluator, key=lambda t: canonical_key(variables, t), **kw)
+
+
+def test_two_agents_share_a_batch_and_a_fit(evaluator: Evaluator) -> None:
+    evaluator.clear_cache()
+    service = _service(evaluator, max_batch=64, max_wait_s=0.5)
+    fits_before = evaluator.stats()["fits"]
+
+    async def scenario() -> tuple[list[Any], list[Any]]:
+        return tuple(await asyncio.gather(  # type: ignore[return-value]
+            service.fit_many(["a*q*(Ef + B*v*sin(theta))", "k*q"], 0),
+            service.fit_many(["q*(B*v*sin(theta) + Ef)*b", "not a formula ("], 1),
+        ))
+
+    first, second = asyncio.run(scenario())
+    # The same structure from two agents: one fit, each caller sees its own constant name.
+    assert first[0].status == second[0].status == "ok"
+    assert set(first[0].constants) == {"a"} and set(second[0].constants) == {"b"}
+    assert first[0].constants["a"] == pytest.approx(second[0].constants["b"])
+    assert first[0].canonical == second[0].canonical
+    assert first[0].val_nmse < 1e-8
+    assert first[1].status == "ok" and second[1].status == "invalid"
+    stats = service.stats()
+    assert stats["fits"] - fits_before == 2  # two distinct fitted structures for four requests
+    batching = stats["batching"]
+    assert batching["batches"] == 1 and batching["mixed_agent_batches"] == 1
+    assert batching["cross_agent_duplicates"] == 1
+    assert batching["batch_sizes"] == {4: 1}
+    assert stats["search_fits"] == stats["fits"]  # no warm-up here
+
+
+def test_batching_off_fits_one_formula_per_batch(evaluator: Evaluator) -> None:
+    service = _service(evaluator, max_batch=1, max_wait_s=0.0)
+
+    async def scenario() -> list[Any]:
+        return await service.fit_many(["c*q*Ef", "c*q*B", "c*q*v"], 0)
+
+    results = asyncio.run(scenario())
+    assert [r.status for r in results] == ["ok", "ok", "ok"]
+    assert service.stats()["batching"]["batch_sizes"] == {1: 3}
+
+
+def test_warmup_compiles_then_forgets(evaluator: Evaluator) -> None:
+    service = _service(evaluator, max_batch=8, max_wait_s=0.0)
+    formulas = warmup_formulas("q", [2, 4])
+    assert formulas == ["w0 + w1*q", "w0 + w1*q + w2*q**2 + w3*q**3"]
+    report = asyncio.run(service.warmup(formulas))
+    assert report["formulas"] == 2 and report["fits"] == 2
+    stats = service.stats()
+    assert stats["warmup"]["fits"] == 2 and stats["cache_entries"] == 0
+    assert stats["search_fits"] == stats["fits"] - 2
+
+
+class _FlakyEvaluator:
+    """Fails its first batch (as a crashed device would), then works."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def fit_many(self, formulas: list[str]) -> list[str]:
+        with self.lock:
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("device lost")
+        return [f"fit:{f}" for f in formulas]
+
+    def stats(self) -> dict[str, Any]:
+        return {"fits": 0}
+
+
+def test_a_failed_batch_fails_its_callers_only() -> None:
+    flaky = _FlakyEvaluator()
+    service = BatchingEvaluator(flaky, max_batch=4, max_wait_s=0.0)
+
+    async def scenario() -> list[str]:
+        with pytest.raises(EvaluationFailed, match="device lost"):
+            await service.fit_many(["x"], 0)
+        return await service.fit_many(["y", "z"], 1)
+
+    assert asyncio.run(scenario()) == ["fit:y", "fit:z"]
+    assert service.stats()["failed_batches"] == 1
+
+
+def test_cancelled_caller_and_close() -> None:
+    service = BatchingEvaluator(_FlakyEvaluator(), max_batch=4, max_wait_s=10.0)
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(service.fit_many(["x"], 0))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert service.stats()["batching"]["queue_depth"] == 0
+        pending = asyncio.ensure_future(service.fit_many(["y"], 1))
+        await asyncio.sleep(0.05)
+        await service.close()
+        with pytest.raises(EvaluationFailed, match="shut down"):
+            await pending
+
+    asyncio.run(scenario())
