@@ -13,6 +13,7 @@ worst status wins, and an interrupt stops the sweep.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -40,11 +41,38 @@ def run_from_config(cfg: DictConfig, base_dir: str | None = None) -> int:
     return summary.exit_code
 
 
+def _scrub_recorded_secrets(cfg: DictConfig) -> None:
+    """Hydra records the config and the overrides before the app runs. ``build_model`` refuses a
+    secret typed into ``model.*`` (keys belong in the variable named by ``api_key_env``), but the
+    value must not stay in Hydra's record either: overwrite it there."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from sr_dist.models.options import SECRET_KEYS
+
+    model = cfg.get("model") or {}
+    values = {str(v) for k, v in model.items() if str(k).lower() in SECRET_KEYS and v not in (None, "")}
+    if not values:
+        return
+    hydra_cfg = HydraConfig.get()
+    folders = {Path(hydra_cfg.runtime.output_dir)}
+    if hydra_cfg.mode is not None and hydra_cfg.mode.name == "MULTIRUN":
+        folders.add(Path(hydra_cfg.sweep.dir))
+    for folder in folders:
+        for path in folder.rglob("*.yaml"):
+            text = path.read_text(encoding="utf-8")
+            scrubbed = text
+            for value in values:
+                scrubbed = scrubbed.replace(value, "***")
+            if scrubbed != text:
+                path.write_text(scrubbed, encoding="utf-8")
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def _run(cfg: DictConfig) -> None:
     global _exit_code
     from hydra.utils import get_original_cwd
 
+    _scrub_recorded_secrets(cfg)
     code = run_from_config(cfg, base_dir=get_original_cwd())
     _exit_code = max(_exit_code, code)
     if code >= 128:  # interrupted: end the process (and a sweep) now

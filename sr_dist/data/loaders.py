@@ -291,7 +291,7 @@ def _load_table(
             )
     rows = table.num_rows
     if rows < MIN_ROWS:
-        raise DatasetError(f"{path_text} has {rows} rows; at least {MIN_ROWS} are needed")
+        raise DatasetError(f"{path_text} has {rows} row{'' if rows == 1 else 's'}; at least {MIN_ROWS} are needed")
     y = _numeric_column(table, target_name)
     count, first = _non_finite(y)
     if count:

@@ -47,7 +47,9 @@ COMMON_KEYS = frozenset(
 )
 
 #: Keys that must never appear in a config: a secret belongs in the environment.
-_SECRET_KEYS = ("api_key", "apikey", "key", "token", "auth_token", "password", "secret")
+#: Config keys that would hold a secret: refused in ``model.*`` (keys go in ``api_key_env``).
+SECRET_KEYS = ("api_key", "apikey", "key", "token", "auth_token", "password", "secret")
+_SECRET_KEYS = SECRET_KEYS
 
 
 def as_plain_dict(cfg: Any) -> dict[str, Any]:

@@ -36,7 +36,8 @@ AUTH_MODES: tuple[str, ...] = ("disabled", "token")
 DEVICES: tuple[str, ...] = ("cpu", "gpu")
 #: ``evaluator`` keys the search layer consumes itself; every other key goes to the Evaluator.
 _EVALUATOR_OWN_KEYS = frozenset(
-    {"device", "max_batch", "max_wait_s", "warmup", "compilation_cache_dir", "num_gpus"}
+    {"device", "max_batch", "max_wait_s", "warmup", "compilation_cache_dir", "num_gpus",
+     "max_restarts"}
 )
 #: Options of ``sr_dist.evaluator.EvaluatorOptions`` a config may set (importing the evaluator
 #: package does not import JAX); ``device`` and the cache directory are handled above.
@@ -78,6 +79,8 @@ class EvaluatorSettings:
     num_gpus: float
     #: Passed to ``Evaluator(dataset, **options)`` (``device`` included).
     options: Mapping[str, Any]
+    #: How often Ray restarts a dead evaluator actor (its in-flight fits are resent).
+    max_restarts: int = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +133,8 @@ class Settings:
     #: Trusted MCP server launch configs (``servers`` in the config).
     servers: tuple[Mapping[str, Any], ...]
     config_yaml: str
+    #: ``run.resume``: the id of an earlier run this one continues (docs/reliability.md).
+    resume: str | None = None
 
 
 # --- field readers (each names its key in the error) -------------------------------------------
@@ -217,6 +222,9 @@ def _dataset(section: Mapping[str, Any], base: Path) -> DatasetSettings:
     if not isinstance(split, (list, tuple)) or len(split) != 3:
         raise SettingsError("dataset.split", f"must be three fractions [train, val, test], got {split!r}")
     fractions = tuple(_float(v, "dataset.split", non_negative=True) for v in split)
+    if fractions[0] <= 0 or abs(math.fsum(fractions) - 1.0) > 1e-9:  # as load_dataset checks
+        raise SettingsError("dataset.split", "must sum to 1 with a positive train fraction, "
+                                             f"got {list(fractions)}")
     return DatasetSettings(
         source=source,
         target=_str(_get(section, "dataset", "target", None), "dataset.target", optional=True),
@@ -252,6 +260,7 @@ def _evaluator(section: Mapping[str, Any], base: Path) -> EvaluatorSettings:
         warmup=_bool(_get(section, p, "warmup", True), f"{p}.warmup"),
         compilation_cache_dir=cache_dir,
         num_gpus=num_gpus if device == "gpu" else 0.0,
+        max_restarts=_int(_get(section, p, "max_restarts", 3), f"{p}.max_restarts", minimum=0),
         options=dict(options),
     )
 
@@ -306,6 +315,18 @@ def _results(section: Mapping[str, Any], base: Path) -> ResultsSettings:
     )
 
 
+def _resume(section: Any) -> str | None:
+    """``run.resume``: null, or a run id (``YYYYmmdd-HHMMSS-xxxxxx`` or any id a run used)."""
+    if section is None:
+        return None
+    if not isinstance(section, Mapping):
+        raise SettingsError("run", f"must be a config group (a mapping), got {section!r}")
+    value = _str(section.get("resume"), "run.resume", optional=True)
+    if value is not None and any(c in value for c in "/\\\n\x00"):
+        raise SettingsError("run.resume", f"must be a run id, got {value!r}")
+    return value
+
+
 def settings_from_config(cfg: Any, base_dir: str | os.PathLike[str] | None = None) -> Settings:
     """Validate a run config (a Hydra ``DictConfig`` or a plain mapping).
 
@@ -331,6 +352,7 @@ def settings_from_config(cfg: Any, base_dir: str | os.PathLike[str] | None = Non
         results=_results(_section(plain, "results"), base),
         model=dict(model),
         servers=tuple(dict(s) for s in servers),
+        resume=_resume(plain.get("run")),
         config_yaml=yaml_text,
     )
 
