@@ -91,9 +91,14 @@ class EvaluatorOptions:
     init_spread: float = 1.0
     const_buckets: tuple[int, ...] = (2, 4, 8, 16)
     compilation_cache_dir: str | None = None
+    #: ``"lm"``: Levenberg-Marquardt with ``restarts`` (the default). ``"llmsr"``: LLM-SR /
+    #: SR-Scientist compatibility: BFGS on the MSE from all ones, one start, all train rows
+    #: (``restarts``, ``subsample`` and ``polish_iters`` are ignored), so scores compare with
+    #: published ones.
+    method: str = "lm"
 
     def fit_key(self) -> tuple[Any, ...]:
-        return (self.restarts, self.max_iters, self.polish_iters, self.subsample, self.ftol,
+        return (self.method, self.restarts, self.max_iters, self.polish_iters, self.subsample, self.ftol,
                 self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
                 self.chunk_rows, self.layout, self.const_buckets)
 
@@ -115,6 +120,8 @@ def _validate(opts: EvaluatorOptions) -> None:
         raise ValueError("device must be 'cpu' or 'gpu'")
     if opts.layout not in ("auto", "map", "vmap"):
         raise ValueError("layout must be 'auto', 'map' or 'vmap'")
+    if opts.method not in ("lm", "llmsr"):
+        raise ValueError("method must be 'lm' or 'llmsr'")
     if opts.batch_size < 1:
         raise ValueError("batch_size must be >= 1")
     if not opts.const_buckets or sorted(opts.const_buckets) != list(opts.const_buckets):
@@ -238,7 +245,7 @@ class Evaluator:
         self._var = (float(np.var(ytr)), float(np.var(yva)) if len(yva) else math.nan,
                      float(np.var(yte)) if len(yte) else math.nan)
         self._sizes = (len(ytr), len(yva), len(yte))
-        if self._n_train > opts.subsample:
+        if self._n_train > opts.subsample and opts.method == "lm":
             rng = np.random.default_rng(opts.seed)
             rows = np.sort(rng.choice(self._n_train, opts.subsample, replace=False))
             fit_X, fit_y = Xtr[rows], ytr[rows]
@@ -506,18 +513,19 @@ class Evaluator:
         f = len(self.feature_names)
         code, meta, lits = pack_programs([j.program for j in batch], n_vars=f, n_consts=kb,
                                          n_lits=sc.n_lits, n_instr=sc.n_instr, capacity=cap)
-        init = np.zeros((cap, opts.restarts, kb), dtype=self._np_dtype)
+        restarts = 1 if opts.method == "llmsr" else opts.restarts  # llmsr: all ones only
+        init = np.zeros((cap, restarts, kb), dtype=self._np_dtype)
         for i, job in enumerate(batch):
             if kb:
-                full = np.ones((opts.restarts, kb))
-                full[:, :job.k] = _initial_constants(job.canonical, opts.seed, opts.restarts,
+                full = np.ones((restarts, kb))
+                full[:, :job.k] = _initial_constants(job.canonical, opts.seed, restarts,
                                                      job.k, opts.init_spread)
                 init[i] = full
         layout = Layout(f, kb, sc.n_lits, sc.n_temps)
         lm = LMOptions(max_iters=opts.max_iters, ftol=opts.ftol, xtol=opts.xtol,
                        patience=opts.patience)
-        key = FitKey(layout, sc.n_instr, cap, opts.restarts, lm, opts.polish_iters, self._mode,
-                     opts.dtype)
+        key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
+                     opts.dtype, opts.method)
         put = lambda a: jax.device_put(a, self._device)  # noqa: E731
         args = (put(code), put(meta), put(lits.astype(self._np_dtype)), put(init),
                 put(np.int32(len(batch))), self._fit_data, self._polish_data, self._all_data,

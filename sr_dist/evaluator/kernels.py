@@ -26,6 +26,7 @@ from jax import lax
 from sr_dist.evaluator.interpreter import (
     Layout, init_duals, init_values, normal_pass, predict_pass, split_pass,
 )
+from sr_dist.evaluator.bfgs import bfgs
 from sr_dist.evaluator.lm import LMOptions, levenberg_marquardt
 
 Array = jax.Array
@@ -46,6 +47,8 @@ class FitKey(NamedTuple):
     polish_iters: int
     mode: str
     dtype: str
+    #: ``"lm"`` (restarts + Levenberg-Marquardt) or ``"llmsr"`` (BFGS on the MSE, see bfgs.py).
+    method: str = "lm"
 
 
 class PredictKey(NamedTuple):
@@ -99,13 +102,18 @@ def _fit_bucket(
 
                 return pass_fn
 
-            res = levenberg_marquardt(make_pass(fit_data), init_i, active, regs0, key.lm,
-                                      key.lm.max_iters, floors[0])
+            if key.method == "llmsr":
+                # scipy's BFGS default: at most 200 iterations per constant.
+                res = bfgs(make_pass(fit_data), init_i, active, regs0, jnp.sum(fit_data[2]),
+                           200 * k)
+            else:
+                res = levenberg_marquardt(make_pass(fit_data), init_i, active, regs0, key.lm,
+                                          key.lm.max_iters, floors[0])
             best = _pick_best(res.sse, res.nbad)
             c = res.c[best]
             fit_sse = res.sse[best]
             iters = jnp.max(res.iters)
-            if polish_data is not None and key.polish_iters > 0:
+            if polish_data is not None and key.polish_iters > 0 and key.method == "lm":
                 pol = levenberg_marquardt(make_pass(polish_data), c[None, :], active, regs0,
                                           key.lm, key.polish_iters, floors[1])
                 c, fit_sse, iters = pol.c[0], pol.sse[0], iters + pol.iters[0] + 1

@@ -4,6 +4,13 @@ See ``docs/results.md`` for the layout on disk and how to query it with pyarrow 
 """
 
 from sr_dist.results.layout import partition_value
+from sr_dist.results.metrics import (
+    DEFAULT_TAUS,
+    RunScore,
+    ScoreError,
+    regression_metrics,
+    score_run,
+)
 from sr_dist.results.query import (
     PARETO_METRICS,
     Results,
@@ -39,6 +46,11 @@ from sr_dist.results.writer import (
 )
 
 __all__ = [
+    "DEFAULT_TAUS",
+    "RunScore",
+    "ScoreError",
+    "regression_metrics",
+    "score_run",
     "CANDIDATE_SCHEMA",
     "OK_STATUS",
     "PARETO_METRICS",
