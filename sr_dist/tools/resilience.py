@@ -61,7 +61,33 @@ def _forward_cancel(tool: Any) -> None:
             pass
 
 
-class RetryingTool:
+class _ToolWrapper:
+    """What a decorator shares with the tool it wraps: name, schema, context, cancel hook."""
+
+    _tool: Tool
+
+    @property
+    def tool(self) -> Tool:
+        return self._tool
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self._tool.metadata
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._tool.metadata.spec
+
+    @property
+    def context(self) -> Mapping[str, Any]:
+        ctx = getattr(self._tool, "context", None)
+        return ctx if isinstance(ctx, Mapping) else {}
+
+    def cancel(self) -> None:
+        _forward_cancel(self._tool)
+
+
+class RetryingTool(_ToolWrapper):
     """Retry an idempotent tool's implementation failures with exponential backoff and jitter.
 
     ``attempt_timeout_s`` bounds each attempt (a sync attempt runs in a worker thread). A
@@ -100,25 +126,6 @@ class RetryingTool:
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
 
-    @property
-    def tool(self) -> Tool:
-        return self._tool
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        return self._tool.metadata
-
-    @property
-    def spec(self) -> ToolSpec:
-        return self._tool.metadata.spec
-
-    @property
-    def context(self) -> Mapping[str, Any]:
-        ctx = getattr(self._tool, "context", None)
-        return ctx if isinstance(ctx, Mapping) else {}
-
-    def cancel(self) -> None:
-        _forward_cancel(self._tool)
 
     def _delay(self, attempt: int) -> float:
         with self._rng_lock:
@@ -264,7 +271,7 @@ def _outcome(result: ToolCallResult) -> Outcome:
     return "inconclusive"
 
 
-class CircuitBreakingTool:
+class CircuitBreakingTool(_ToolWrapper):
     """Stop calling a tool after ``failure_threshold`` consecutive implementation failures.
 
     While open, calls return ``ok=False, error_kind="circuit_open"`` at once. After
@@ -293,22 +300,6 @@ class CircuitBreakingTool:
         self._lock = threading.Lock()
         self._state = CircuitState()
 
-    @property
-    def tool(self) -> Tool:
-        return self._tool
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        return self._tool.metadata
-
-    @property
-    def spec(self) -> ToolSpec:
-        return self._tool.metadata.spec
-
-    @property
-    def context(self) -> Mapping[str, Any]:
-        ctx = getattr(self._tool, "context", None)
-        return ctx if isinstance(ctx, Mapping) else {}
 
     @property
     def state(self) -> CircuitState:
@@ -320,9 +311,6 @@ class CircuitBreakingTool:
         """``closed``, ``open`` or ``half_open`` (a probe is due or in flight)."""
         with self._lock:
             return circuit_phase(self._state, self._clock(), self.recovery_s)
-
-    def cancel(self) -> None:
-        _forward_cancel(self._tool)
 
     def _admit(self) -> tuple[bool, bool, ToolCallResult | None]:
         with self._lock:
