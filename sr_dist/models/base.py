@@ -44,6 +44,7 @@ ERROR_KINDS = frozenset(
         "config",  # the adapter is misconfigured for this call
         "replay_exhausted",  # a replay transcript has no more responses
         "replay_mismatch",  # a strict replay saw a request that differs from the recording
+        "circuit_open",  # the provider's circuit is open after repeated failed calls (circuit.py)
     }
 )
 

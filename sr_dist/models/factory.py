@@ -34,6 +34,30 @@ def _build_evolve(cfg: dict[str, Any]) -> ModelProtocol:
     return build(cfg)
 
 
+def _build_remote(provider: str, options: dict[str, Any], env: Callable[[str], str | None],
+                  sleep: Callable[[float], None]) -> ModelProtocol:
+    """A network adapter, with its provider's circuit when the config sets
+    ``model.circuit_failures`` or ``model.circuit_recovery_s`` (read here, not by the adapter)."""
+    from sr_dist.models.circuit import CIRCUIT_KEYS, circuit_policy, provider_circuit
+
+    adapter_options = {k: v for k, v in options.items() if k not in CIRCUIT_KEYS}
+    model: Any
+    if provider == "openai":
+        from sr_dist.models.openai_compat import OpenAICompatModel
+
+        model = OpenAICompatModel.from_config(adapter_options, getenv=env, sleep=sleep)
+    else:
+        from sr_dist.models.anthropic_model import AnthropicModel
+
+        model = AnthropicModel.from_config(adapter_options, getenv=env, sleep=sleep)
+    if not any(k in options for k in CIRCUIT_KEYS):
+        return model  # no circuit asked for: retries only (a search run always asks for one)
+    policy = circuit_policy(options, pause_s=model.retry_policy.max_delay_s)
+    base_url = getattr(getattr(model, "config", None), "base_url", "")
+    model.circuit = provider_circuit(f"{provider}|{base_url}|{model.name}", policy)
+    return model
+
+
 def build_model(
     cfg: Mapping[str, Any] | Any,
     *,
@@ -55,14 +79,8 @@ def build_model(
     env = getenv or os.environ.get
 
     model: ModelProtocol
-    if provider == "openai":
-        from sr_dist.models.openai_compat import OpenAICompatModel
-
-        model = OpenAICompatModel.from_config(options, getenv=env, sleep=sleep)
-    elif provider == "anthropic":
-        from sr_dist.models.anthropic_model import AnthropicModel
-
-        model = AnthropicModel.from_config(options, getenv=env, sleep=sleep)
+    if provider in ("openai", "anthropic"):
+        model = _build_remote(provider, options, env, sleep)
     elif provider == "replay":
         from sr_dist.models.replay import ReplayModel
 

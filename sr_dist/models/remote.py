@@ -2,7 +2,8 @@
 
 An adapter supplies two things: how to turn a context into one request (pure) and how to send
 one request and read one response (one attempt, raising :class:`ModelError`). This shell adds
-the retry loop and the async entry point. The real work is synchronous; ``acall`` runs it on a
+the retry loop, the provider's circuit (:mod:`sr_dist.models.circuit`) and the async entry
+point. The real work is synchronous; ``acall`` runs it on a
 worker thread, so it never blocks, and never deadlocks, a running event loop.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
 from sr_dist.models.base import ModelError, ModelResponse
+from sr_dist.models.circuit import ProviderCircuit, call_through_circuit
 from sr_dist.models.retry import RetryPolicy, call_with_retries, classify_status, parse_retry_after
 
 __all__ = ["RemoteModel", "error_from_sdk", "scrub", "server_message"]
@@ -92,6 +94,8 @@ class RemoteModel:
         self.tool_mode = tool_mode
         self.retry_policy = policy
         self._sleep = sleep
+        #: The provider's circuit (``build_model`` sets it; ``None``: retries only).
+        self.circuit: ProviderCircuit | None = None
 
     def _prepare(self, context: Context, tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
         raise NotImplementedError
@@ -106,7 +110,10 @@ class RemoteModel:
             raise
         except (TypeError, ValueError, AttributeError, KeyError) as exc:  # malformed messages or tools
             raise ModelError(f"{self.name}: cannot build the request: {exc}"[:500], kind="bad_request") from None
-        return call_with_retries(lambda: self._send(request), self.retry_policy, sleep=self._sleep)
+        def one_call() -> ModelResponse:
+            return call_with_retries(lambda: self._send(request), self.retry_policy, sleep=self._sleep)
+
+        return call_through_circuit(self.circuit, one_call, sleep=self._sleep)
 
     async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
         return await asyncio.to_thread(self.call, context, tools)

@@ -10,6 +10,13 @@
 
 Actors that do not fit constants get ``JAX_PLATFORMS=cpu`` in their runtime env: Ray gives an
 actor with ``num_gpus=0`` a view of every GPU, and a JAX import there would grab GPU memory.
+
+The evaluator actor is restartable (``max_restarts``): a restarted one rebuilds itself from the
+dataset reference (the persistent compilation cache makes its compiles cheap) and
+:class:`EvaluatorClient` resends the fits that were in flight when it died (fitting is
+idempotent, and the rows are made by the agent after the fit returns, so each candidate is
+still recorded once). Its ``stats()`` carry an ``instance`` token, so the driver counts
+restarts.
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
+import secrets
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +50,11 @@ log = logging.getLogger(__name__)
 
 #: Row batches an agent may have on their way to the writer before it waits for one.
 MAX_ROWS_IN_FLIGHT = 8
+#: How long an agent keeps resending a fit while the evaluator actor restarts.
+EVALUATOR_RETRY_S = 300.0
+#: First and longest pause between those resends.
+EVALUATOR_RETRY_BASE_S = 0.5
+EVALUATOR_RETRY_MAX_S = 8.0
 
 
 def canonical_key(variables: Sequence[str], text: str) -> str:
@@ -82,6 +97,10 @@ class EvaluatorActor:
 
         self._service = BatchingEvaluator(self._evaluator, settings.max_batch,
                                           settings.max_wait_s, key)
+        self._instance = f"{os.getpid()}-{secrets.token_hex(3)}"
+        self._restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        if self._restarted:
+            log.warning("evaluator actor restarted (instance %s); resuming service", self._instance)
 
     async def fit_many(self, expressions: list[str], agent_id: int = 0) -> list[Any]:
         """One ``FitResult`` per expression, batched with the other agents' requests."""
@@ -96,12 +115,19 @@ class EvaluatorActor:
         formulas = [f.replace("w", prefix) for f in warmup_formulas(variable, counts)]
         return await self._service.warmup(formulas)
 
+    async def prefit(self, expressions: list[str]) -> dict[str, Any]:
+        """Fit a resumed run's old structures so re-proposals are cache hits."""
+        return await self._service.prefit(expressions)
+
     async def expect(self, agent_ids: list[int]) -> None:
         """The agents still running (see ``MicroBatcher.expect``)."""
         self._service.expect(agent_ids)
 
     async def stats(self) -> dict[str, Any]:
-        return self._service.stats()
+        merged = self._service.stats()
+        merged["instance"] = self._instance
+        merged["restarted"] = self._restarted
+        return merged
 
     async def close(self) -> None:
         await self._service.close()
@@ -144,19 +170,53 @@ class ResultWriter:
         }
 
 
+def retry_pause(attempt: int, base_s: float = EVALUATOR_RETRY_BASE_S,
+                max_s: float = EVALUATOR_RETRY_MAX_S) -> float:
+    """Seconds before resend number ``attempt`` (1-based) of a fit the evaluator lost."""
+    return float(min(max_s, base_s * 2.0 ** max(attempt - 1, 0)))
+
+
 class EvaluatorClient:
     """What the formula tools call as their ``evaluator``: the actor behind a blocking
     ``fit_many(list[str])``. Tools run in worker threads, so blocking there is fine; it waits on
-    the reference's future rather than ``ray.get``, which Ray flags inside async actors."""
+    the reference's future rather than ``ray.get``, which Ray flags inside async actors.
 
-    def __init__(self, handle: Any, agent_id: int, timeout_s: float | None = None) -> None:
+    When the actor dies mid-call (``RayActorError``: it is restarting, or it is gone), the
+    call is resent with backoff for up to ``retry_s`` seconds; after that the error goes to
+    the tool, which reports a failed call to the agent. ``resends`` counts the resends.
+    """
+
+    def __init__(self, handle: Any, agent_id: int, timeout_s: float | None = None,
+                 retry_s: float = EVALUATOR_RETRY_S,
+                 sleep: Any = time.sleep, clock: Any = time.monotonic) -> None:
         self._handle = handle
         self._agent_id = int(agent_id)
         self._timeout_s = timeout_s
+        self._retry_s = float(retry_s)
+        self._sleep = sleep
+        self._clock = clock
+        self.resends = 0
 
     def fit_many(self, expressions: list[str]) -> list[Any]:
-        ref = self._handle.fit_many.remote(list(expressions), self._agent_id)
-        return list(ref.future().result(timeout=self._timeout_s))
+        from ray.exceptions import RayActorError
+
+        start = self._clock()
+        attempt = 0
+        while True:
+            attempt += 1
+            ref = self._handle.fit_many.remote(list(expressions), self._agent_id)
+            try:
+                return list(ref.future().result(timeout=self._timeout_s))
+            except RayActorError as exc:
+                pause = retry_pause(attempt)
+                if self._clock() - start + pause > self._retry_s:
+                    raise
+                log.warning("agent %d: the evaluator was lost mid-fit (%s); resending %d "
+                            "formula(s) in %.1f s", self._agent_id,
+                            str(exc).strip().splitlines()[0] if str(exc).strip() else
+                            type(exc).__name__, len(expressions), pause)
+                self.resends += 1
+                self._sleep(pause)
 
 
 class WriterSink:
@@ -206,7 +266,8 @@ class AgentActor:
         self._cancel = threading.Event()
         self._sink = WriterSink(writer)
         self._recorder = CandidateRecorder(spec.run_id, spec.agent_id, spec.model_label,
-                                           spec.dataset_name, self._sink)
+                                           spec.dataset_name, self._sink,
+                                           step_offset=spec.step_offset)
         self._client = EvaluatorClient(evaluator, spec.agent_id)
 
     async def run(self) -> Any:
@@ -219,7 +280,7 @@ class AgentActor:
                                         self._cancel)
         finally:
             await asyncio.to_thread(self._sink.drain)
-        return outcome.with_lost_rows(self._sink.errors)
+        return outcome.with_lost_rows(self._sink.errors).with_rows_sent(self._recorder.recorded)
 
     def stop(self) -> None:
         """Ask the episode to end after the current step (sets its cancel event)."""

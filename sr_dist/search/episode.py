@@ -48,6 +48,10 @@ class AgentSpec:
     #: Trusted MCP server launch configs; each agent starts its own servers (MCP tools are
     #: process-local: they hold pipes to their server processes).
     servers: tuple[Mapping[str, Any], ...] = ()
+    #: A resumed agent's last step in the earlier session(s) (its new steps come after it).
+    step_offset: int = 0
+    #: A resumed agent's best earlier candidates (result rows as plain dicts), best first.
+    prior: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +71,9 @@ class AgentOutcome:
     recording_errors: int = 0
     lost_row_batches: int = 0
     elapsed_s: float = 0.0
+    #: Candidate rows the agent handed to the result writer (what "sent" means in the
+    #: exactly-once accounting: rows written == rows sent, no duplicates).
+    rows_sent: int = 0
 
     @property
     def failed(self) -> bool:
@@ -78,12 +85,37 @@ class AgentOutcome:
     def with_lost_rows(self, batches: int) -> AgentOutcome:
         return dataclasses.replace(self, lost_row_batches=int(batches))
 
+    def with_rows_sent(self, rows: int) -> AgentOutcome:
+        return dataclasses.replace(self, rows_sent=int(rows))
+
+
+#: Providers that go over the network and so get a circuit breaker in a search run.
+NETWORK_PROVIDERS = ("openai", "anthropic")
+
 
 def _model_config(spec: AgentSpec) -> dict[str, Any]:
+    from sr_dist.models.circuit import DEFAULT_FAILURES
+
     cfg = dict(spec.model)
     if cfg.get("provider") == "evolve":
         cfg["seed"] = spec.seed  # evolve's own seed wins over context.info, so set it here
+    if cfg.get("provider") in NETWORK_PROVIDERS:
+        # A search run always has a provider circuit: a throttling storm ends the agent with
+        # model_error:circuit_open instead of retrying forever (docs/reliability.md).
+        cfg.setdefault("circuit_failures", DEFAULT_FAILURES)
     return cfg
+
+
+def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
+    """Give a resumed episode its earlier best: a synthetic ``evaluate_formulas`` result in
+    ``tool_history`` (proposers such as ``evolve`` read it) and a note in the task message."""
+    from sr_dist.search.resume import prior_history, resume_note
+
+    agent.context.tool_history.extend(prior_history(prior))
+    note = resume_note(prior)
+    messages = agent.context.messages
+    if note and messages and isinstance(messages[0].get("content"), str):
+        messages[0] = {**messages[0], "content": messages[0]["content"] + "\n\n" + note}
 
 
 def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
@@ -98,11 +130,14 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
         deadline_s=spec.deadline_s, failure_budget=spec.failure_budget,
         target_nmse=spec.target_nmse,
     )
-    return wire_agent(
+    agent = wire_agent(
         build_model(_model_config(spec)), dataset, evaluator, limits=limits, recorder=recorder,
         agent_id=spec.agent_id, seed=spec.seed, cancel_event=cancel_event,
         sample_rows=SAMPLE_ROWS, extra_tools=extra_tools,
     )
+    if spec.prior:
+        _warm_start(agent, spec.prior)
+    return agent
 
 
 async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,

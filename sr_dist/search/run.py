@@ -8,6 +8,10 @@ agents done, or on SIGINT/SIGTERM; asks the agents to stop, kills stragglers aft
 period, closes the writer, writes the final ``runs`` row and prints the Pareto front.
 
 The decisions (when to stop, what the run's status is) are the pure functions at the top.
+
+Faults (docs/reliability.md): the evaluator actor is restarted by Ray and the agents resend the
+fits it lost; a lost agent is reported and the others go on; SIGINT/SIGTERM flush the results
+and mark the run ``interrupted``; ``run.resume=RUN_ID`` continues a run (:mod:`.resume`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sr_dist.search.episode import AgentOutcome, AgentSpec, agent_seed
+from sr_dist.search.resume import ResumeState, session_seed
 from sr_dist.search.progress import (
     ProgressReporter,
     ProgressSnapshot,
@@ -43,6 +48,9 @@ __all__ = [
     "SearchError",
     "agent_actor_name",
     "decide_stop",
+    "evaluator_actor_name",
+    "is_failure_reason",
+    "resolve_settings",
     "final_status",
     "new_run_id",
     "run_search",
@@ -60,6 +68,11 @@ RECOVERY_NMSE = 1e-8
 EVALUATOR_START_S = 900.0
 #: Longest wait for a call to the writer or the evaluator during shutdown.
 SHUTDOWN_CALL_S = 60.0
+#: Ray's own resends of an evaluator call that was in flight when the actor died (the agents'
+#: ``EvaluatorClient`` resends on top of this, with backoff).
+EVALUATOR_TASK_RETRIES = 2
+#: Agent stop reasons that mean the agent could not go on (not a budget or a finished search).
+FAILURE_REASONS = ("error", "internal_error", "lost")
 
 
 class SearchError(RuntimeError):
@@ -109,6 +122,14 @@ class RunSummary:
     signal: int | None = None
     #: Seconds from the agents' start to the stop (``wall_s`` adds Ray, warm-up, shutdown).
     search_s: float = 0.0
+    #: This session continued an earlier one (``run.resume``) that had written this many rows.
+    resumed: bool = False
+    candidates_before: int = 0
+
+    @property
+    def rows_sent(self) -> int:
+        """Candidate rows the agents that finished handed to the writer (lost agents' unknown)."""
+        return sum(a.rows_sent for a in self.agents)
 
     @property
     def query_command(self) -> str:
@@ -139,6 +160,11 @@ def new_run_id(now: datetime | None = None, token: str | None = None) -> str:
     return f"{now.astimezone(timezone.utc):%Y%m%d-%H%M%S}-{token or secrets.token_hex(3)}"
 
 
+def is_failure_reason(reason: str) -> bool:
+    """An agent stop reason that means it could not go on (its model or episode broke)."""
+    return reason in FAILURE_REASONS or reason.startswith("model_error")
+
+
 def decide_stop(
     budget: SearchSettings,
     *,
@@ -156,9 +182,11 @@ def decide_stop(
         return "max_candidates"
     if agents_running == 0:
         reasons = set(agent_reasons)
+        if reasons and all(is_failure_reason(r) for r in reasons):
+            return "agents_failed"
         if len(reasons) == 1:
             (only,) = reasons
-            return "agents_failed" if only in ("error", "internal_error", "lost") else only
+            return only
         return "agents_done"
     if elapsed_s >= budget.max_seconds:
         return "max_seconds"
@@ -222,6 +250,11 @@ def _init_ray(settings: Settings) -> bool:
 def agent_actor_name(run_id: str, agent_id: int) -> str:
     """The Ray name of an agent actor (``ray list actors`` shows it; tests look it up)."""
     return f"sr-dist:{run_id}:agent-{agent_id}"
+
+
+def evaluator_actor_name(run_id: str) -> str:
+    """The Ray name of a run's evaluator actor (fault-injection tests look it up)."""
+    return f"sr-dist:{run_id}:evaluator"
 
 
 def _cpu_env() -> dict[str, Any]:
@@ -313,8 +346,9 @@ class _Run:
     """The driver's state for one run (a shell around the pure decisions above)."""
 
     def __init__(self, settings: Settings, stream: TextIO, interrupts: _Interrupts,
-                 run_id: str | None = None) -> None:
+                 run_id: str | None = None, resume: ResumeState | None = None) -> None:
         self.settings = settings
+        self.resume = resume
         self.stream = stream
         self.interrupts = interrupts
         self.run_id = run_id or new_run_id()
@@ -332,6 +366,7 @@ class _Run:
         self.writer_stats: dict[str, Any] = {}
         self.fits_per_s = 0.0
         self._last_stats: tuple[float, int] | None = None
+        self.evaluator_instances: list[str] = []
 
     def say(self, text: str) -> None:
         self.stream.write(text + "\n")
@@ -352,7 +387,11 @@ class _Run:
             num_cpus=0, runtime_env=_cpu_env(), name=None,
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
         ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s)
-        ev_options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": 10_000}
+        ev_options: dict[str, Any] = {
+            "num_cpus": 0, "max_concurrency": 10_000, "name": evaluator_actor_name(self.run_id),
+            "max_restarts": s.evaluator.max_restarts,
+            "max_task_retries": EVALUATOR_TASK_RETRIES if s.evaluator.max_restarts else 0,
+        }
         if s.evaluator.device == "gpu":
             ev_options["num_gpus"] = s.evaluator.num_gpus
         else:
@@ -360,15 +399,20 @@ class _Run:
         evaluator_cls: Any = EvaluatorActor
         self.evaluator = evaluator_cls.options(**ev_options).remote(dataset_ref, s.evaluator)
         self._start_evaluator()
+        self._prefit()
         ray.get(self.evaluator.expect.remote(list(range(s.search.agents))))
         for agent_id in range(s.search.agents):
+            offset = self.resume.step_offset(agent_id) if self.resume else 0
             spec = AgentSpec(
                 run_id=self.run_id, agent_id=agent_id,
-                seed=agent_seed(s.search.seed, agent_id), model=dict(s.model),
+                seed=session_seed(agent_seed(s.search.seed, agent_id), offset),
+                model=dict(s.model),
                 model_label=model_label, dataset_name=dataset.name,
                 max_turns=s.search.max_turns, max_tool_calls=s.search.max_tool_calls,
                 failure_budget=s.search.failure_budget, target_nmse=s.search.target_nmse,
                 deadline_s=s.search.max_seconds, servers=s.servers,
+                step_offset=offset,
+                prior=self.resume.prior_of(agent_id) if self.resume else (),
             )
             actor = AgentActor.options(  # type: ignore[attr-defined]
                 name=agent_actor_name(self.run_id, agent_id),
@@ -378,6 +422,19 @@ class _Run:
             self.agents[agent_id] = actor
             self.pending[actor.run.remote()] = agent_id
         self.search_started = time.monotonic()
+
+    def _prefit(self) -> None:
+        """A resumed run: fit the old run's best structures first, so re-proposals are hits."""
+        import ray
+
+        if self.resume is None or not self.resume.warm:
+            return
+        self.say(f"sr-dist: resuming run {self.run_id} ({self.resume.candidates_before:,} earlier "
+                 f"candidates); warming the evaluator with {len(self.resume.warm):,} of its "
+                 "best formulas ...")
+        done = ray.get(self.evaluator.prefit.remote(list(self.resume.warm)),
+                       timeout=EVALUATOR_START_S)
+        self.say(f"sr-dist: evaluator warmed in {done['seconds']:.1f} s")
 
     def _start_evaluator(self) -> None:
         """Wait for the evaluator actor (and its warm-up); a clear error if it cannot start."""
@@ -431,12 +488,36 @@ class _Run:
                 self.outcomes[agent_id] = AgentOutcome(agent_id, "lost", error=str(exc)[:500])
                 log.warning("agent %d was lost: %s", agent_id, str(exc).splitlines()[0])
 
+    def note_evaluator(self, stats: Mapping[str, Any]) -> None:
+        """Count evaluator restarts by its instance token; tell a new instance who is running
+        (a restarted actor has lost that)."""
+        instance = stats.get("instance")
+        if not instance or instance in self.evaluator_instances:
+            return
+        self.evaluator_instances.append(str(instance))
+        if len(self.evaluator_instances) > 1:
+            self.say(f"sr-dist: the evaluator actor was restarted (restart "
+                     f"{len(self.evaluator_instances) - 1}); in-flight fits are being resent")
+            self.evaluator.expect.remote(sorted(self.pending.values()))
+
+    @property
+    def evaluator_restarts(self) -> int:
+        return max(0, len(self.evaluator_instances) - 1)
+
     def refresh(self, now: float, with_stats: bool) -> None:
         import ray
+        from ray.exceptions import GetTimeoutError, RayError
 
         self.tally = ray.get(self.writer.progress.remote(), timeout=SHUTDOWN_CALL_S)
         if with_stats:
-            self.eval_stats = ray.get(self.evaluator.stats.remote(), timeout=SHUTDOWN_CALL_S)
+            try:
+                stats = ray.get(self.evaluator.stats.remote(), timeout=SHUTDOWN_CALL_S)
+            except (RayError, GetTimeoutError) as exc:  # restarting: keep the last figures
+                log.warning("evaluator stats unavailable: %s", str(exc).splitlines()[0]
+                            if str(exc) else type(exc).__name__)
+                return
+            self.note_evaluator(stats)
+            self.eval_stats = stats
             fits = int(self.eval_stats.get("search_fits", 0))
             if self._last_stats is not None and now > self._last_stats[0]:
                 self.fits_per_s = (fits - self._last_stats[1]) / (now - self._last_stats[0])
@@ -518,7 +599,10 @@ class _Run:
         if self.evaluator is None:
             return
         with contextlib.suppress(Exception):
-            self.eval_stats = ray.get(self.evaluator.stats.remote(), timeout=10)
+            stats = ray.get(self.evaluator.stats.remote(), timeout=SHUTDOWN_CALL_S)
+            self.note_evaluator(stats)
+            self.eval_stats = stats
+        self.eval_stats = {**self.eval_stats, "restarts": self.evaluator_restarts}
 
     def kill_actors(self) -> None:
         import ray
@@ -527,6 +611,45 @@ class _Run:
             if actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(actor)
+
+
+def _yaml_mapping(text: str) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    container = OmegaConf.to_container(OmegaConf.create(text), resolve=False)
+    return {str(k): v for k, v in container.items()} if isinstance(container, dict) else {}
+
+
+def resolve_settings(cfg: Any, base_dir: str | os.PathLike[str] | None = None) -> Settings:
+    """``cfg`` validated; for ``run.resume=ID``, the stored config of run ``ID`` with what this
+    command line changed from the defaults laid over it (see :mod:`sr_dist.search.resume`)."""
+    from sr_dist.results import read_run
+    from sr_dist.search.resume import default_config, merge_resumed_config
+
+    settings = cfg if isinstance(cfg, Settings) else settings_from_config(cfg, base_dir)
+    if settings.resume is None or isinstance(cfg, Settings):
+        return settings
+    path = settings.results.path
+    record = read_run(path, settings.resume) if path.is_dir() else None
+    if record is None:
+        raise SettingsError("run.resume", f"names no run under {path}: there is no runs row for "
+                            f"{settings.resume!r} (sr-dist-query {path} lists the runs)")
+    if not record.config:
+        return settings
+    try:
+        stored = _yaml_mapping(record.config)
+    except Exception as exc:  # noqa: BLE001 - a runs row written by something else
+        raise SettingsError("run.resume", f"run {settings.resume!r} has a config that cannot be "
+                            f"read: {exc}") from exc
+    merged = merge_resumed_config(stored, _yaml_mapping(settings.config_yaml), default_config())
+    return settings_from_config(merged, base_dir)
+
+
+def _resumed_record(old: Any, model_label: str, settings: Settings) -> Any:
+    """The runs row of a resumed session: the old one, running again, with this config."""
+    return dataclasses.replace(
+        old, status="running", stop_reason=None, error=None, ended_at=None, updated_at=None,
+        model=model_label, agents=settings.search.agents, config=settings.config_yaml)
 
 
 def run_search(
@@ -548,11 +671,19 @@ def run_search(
     ``stream``: where progress and the report go (default: stdout). ``handle_signals``: turn
     SIGINT/SIGTERM into a clean, ``interrupted`` stop (main thread only). ``run_id``: use this
     id instead of a new one (agent actors are named ``sr-dist:<run_id>:agent-<i>``).
+    ``run.resume=ID`` in the config continues run ``ID`` (docs/reliability.md).
     """
     from sr_dist.data import DatasetError, load_dataset
     from sr_dist.results import RunRecord, pareto_front, summarize_run, utc_now, write_run
 
-    settings = cfg if isinstance(cfg, Settings) else settings_from_config(cfg, base_dir)
+    from sr_dist.search.resume import load_resume
+
+    settings = resolve_settings(cfg, base_dir)
+    if settings.resume is not None:
+        if run_id is not None and run_id != settings.resume:
+            raise SettingsError("run.resume", f"is {settings.resume!r} but run_id={run_id!r} "
+                                "was passed too; a resumed run keeps its id")
+        run_id = settings.resume
     out = stream if stream is not None else sys.stdout
     if settings.servers:
         from sr_dist.tools.mcp import MCPConfigError, parse_servers
@@ -573,16 +704,20 @@ def run_search(
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SettingsError("results.path", f"cannot be created: {exc}") from exc
+    resume = load_resume(path, run_id, dataset.name) if settings.resume and run_id else None
+    if resume is not None and resume.record.status == "running":
+        log.warning("run %s is marked running: resuming it as if its driver were gone (it must "
+                    "be: two drivers on one run would race)", run_id)
 
     import ray
 
     interrupts = _Interrupts()
     with interrupts.installed(handle_signals):
         started_cluster = _init_ray(settings)
-        run = _Run(settings, out, interrupts, run_id)
-        record = RunRecord(run_id=run.run_id, dataset=dataset.name, model=model_label,
-                           started_at=utc_now(), agents=settings.search.agents,
-                           config=settings.config_yaml)
+        run = _Run(settings, out, interrupts, run_id, resume)
+        record = _resumed_record(resume.record, model_label, settings) if resume else RunRecord(
+            run_id=run.run_id, dataset=dataset.name, model=model_label, started_at=utc_now(),
+            agents=settings.search.agents, config=settings.config_yaml)
         stop_reason = "error"
         error: str | None = None
         writer_error: str | None = None
@@ -632,6 +767,8 @@ def run_search(
         writer=run.writer_stats, error=error or writer_error, signal=interrupts.signal,
         search_s=(run.search_ended - run.search_started)
         if run.search_started is not None and run.search_ended is not None else 0.0,
+        resumed=resume is not None,
+        candidates_before=resume.candidates_before if resume is not None else 0,
     )
     if error is not None:
         raise SearchError(f"run {run.run_id} failed: {error} (its runs row says so)")
@@ -642,6 +779,14 @@ def run_search(
 def _print_report(out: TextIO, summary: RunSummary, dataset: Any, front_fn: Any) -> None:
     lines = ["", f"sr-dist: run {summary.run_id} {summary.status} ({summary.stop_reason}) after "
              f"{summary.wall_s:.1f} s: {summary.candidates:,} candidates"]
+    if summary.resumed:
+        lines.append(f"resumed: {summary.candidates_before:,} candidates came from earlier "
+                     f"sessions, {summary.candidates - summary.candidates_before:,} from this one")
+    model_errors = [a for a in summary.agents if a.stop_reason.startswith("model_error")]
+    if summary.stop_reason == "agents_failed" and model_errors:
+        first = model_errors[0]
+        lines.append(f"every agent lost its model ({len(model_errors)} of {len(summary.agents)} "
+                     f"stopped on a model error); first: {first.stop_reason}: {first.error}")
     ev = summary.evaluator
     if ev:
         batching = ev.get("batching", {})
@@ -657,6 +802,9 @@ def _print_report(out: TextIO, summary: RunSummary, dataset: Any, front_fn: Any)
                      f"{outcome.candidates} candidates{best}{extra}")
     if summary.lost_agents:
         lines.append(f"lost agents: {', '.join(map(str, summary.lost_agents))}")
+    restarts = int(ev.get("restarts", 0) or 0) if ev else 0
+    if restarts:
+        lines.append(f"evaluator restarts: {restarts} (in-flight fits were resent)")
     if front_fn is not None:
         try:
             rows = front_fn(summary.results_path, run_id=summary.run_id).to_pylist()
