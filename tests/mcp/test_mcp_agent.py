@@ -1,8 +1,8 @@
 """Agents with MCP tools: the catalog they see, every parser mode, and a hanging server.
 
 The model is a real OpenAI-compatible HTTP server on 127.0.0.1 playing a script; the formula
-tools use the real evaluator; the MCP servers are real processes. ``build_agent`` does not take
-extra tools yet, so :func:`mcp_agent` builds the same agent with the MCP tools added.
+tools use the real evaluator; the MCP servers are real processes. :func:`mcp_agent` is
+``build_agent`` with the MCP tools as ``extra_tools``, as the Ray agents get them.
 """
 
 from __future__ import annotations
@@ -12,21 +12,11 @@ from typing import Any
 
 import pytest
 
-from sr_dist.agent import Agent, AgentLimits
-from sr_dist.agent.factory import parser_for, problem_info
-from sr_dist.agent.prompt import system_prompt, task_message
-from sr_dist.context import Context
+from sr_dist.agent import Agent, AgentLimits, build_agent
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.models import build_model
-from sr_dist.tools.formula_tools import (
-    FORMULA_TOOLS,
-    ListRecorder,
-    build_formula_catalog,
-    format_data_summary,
-    formula_tool_context,
-    summarize_data,
-)
+from sr_dist.tools.formula_tools import FORMULA_TOOLS, ListRecorder
 from sr_dist.tools.mcp import MCPToolset
 from tests.mcp.support import flaky
 from tests.support.chat_server import ScriptedChatServer, StepLike, chat_completion, tool_call
@@ -35,24 +25,9 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def mcp_agent(model: Any, dataset: Dataset, evaluator: Evaluator, toolset: MCPToolset, limits: AgentLimits) -> Agent:
-    """What ``build_agent`` builds, with the MCP tools after the formula tools in the catalog."""
-    context = formula_tool_context(dataset, evaluator, recorder=ListRecorder())
-    catalog = build_formula_catalog(context, FORMULA_TOOLS, extra=toolset.tools(reserved=FORMULA_TOOLS))
-    parser = parser_for(model)
-    variables, target = list(dataset.feature_names), str(dataset.target_name)
-    system = system_prompt(
-        variables=variables,
-        target=target,
-        data_text=format_data_summary(summarize_data(dataset)),
-        tools_text=parser.format_tools(catalog.specs()),
-        tool_names=catalog.names(),
-    )
-    conversation = Context(
-        system=system,
-        messages=[{"role": "user", "content": task_message(variables=variables, target=target)}],
-        info=problem_info(dataset),
-    )
-    return Agent(model, parser, catalog, conversation, limits, tool_context=context)
+    """The agent ``build_agent`` builds, with the MCP tools after the formula tools in the catalog."""
+    return build_agent(model, dataset, evaluator, limits=limits, recorder=ListRecorder(),
+                       extra_tools=toolset.tools(reserved=FORMULA_TOOLS))
 
 
 def _model(server: ScriptedChatServer, tool_mode: str = "native") -> Any:

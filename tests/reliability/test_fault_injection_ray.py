@@ -6,11 +6,9 @@ on disk: each candidate is written exactly once."""
 from __future__ import annotations
 
 import io
-import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +25,6 @@ pytestmark = [
 ]
 
 PROBLEM = "dataset.source=feynman:I.6.2"
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[None]:
-    import ray
-
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def _cfg(results: Path, *overrides: str) -> Any:

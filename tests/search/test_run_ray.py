@@ -4,12 +4,10 @@ evaluator actor, the result writer, Parquet read back by DuckDB; and a lost agen
 from __future__ import annotations
 
 import io
-import logging
-import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -26,18 +24,6 @@ pytestmark = [
     # warns about any fork, though the children exec at once and run no JAX code.
     pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning"),
 ]
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[None]:
-    import ray
-
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def _cfg(results: Path, *overrides: str) -> Any:

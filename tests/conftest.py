@@ -1,0 +1,22 @@
+"""Fixtures shared across test packages."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    """A real local Ray cluster for one test module (token auth off: it is this machine's own)."""
+    import ray
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield
+    finally:
+        ray.shutdown()
