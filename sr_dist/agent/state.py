@@ -108,6 +108,19 @@ def fitness(candidate: Candidate) -> float:
     return math.inf
 
 
+def record_fitness(record: Mapping[str, Any]) -> float:
+    """:func:`fitness` of a plain result row (an ``evaluate_formulas`` result, a Parquet row):
+    validation NMSE, else train NMSE; ``inf`` when neither is a finite number."""
+    for key in ("val_nmse", "train_nmse"):
+        try:
+            value = float(record.get(key))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            return value
+    return math.inf
+
+
 #: NMSE differences below this are rounding noise (float32 fits of an exact formula land
 #: anywhere in 1e-15..1e-12), so for ranking every NMSE under it counts as equal: among
 #: essentially perfect fits the simplest wins, not the one with the luckiest rounding.

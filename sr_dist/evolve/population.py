@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from sr_dist.agent.state import record_fitness
 from sr_dist.formula import Formula, FormulaError, Node, parse_formula
 
 __all__ = [
@@ -92,20 +93,6 @@ def parse_cached(text: str, variables: tuple[str, ...]) -> Formula | None:
         return None
 
 
-def _as_float(value: Any) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.inf
-    return out if math.isfinite(out) else math.inf
-
-
-def _fitness(record: Mapping[str, Any]) -> float:
-    """Validation NMSE, falling back to train NMSE when there is no validation split."""
-    val = _as_float(record.get("val_nmse"))
-    return val if math.isfinite(val) else _as_float(record.get("train_nmse"))
-
-
 def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[str]) -> History:
     """Rebuild the search state from ``(ToolCall, ToolCallResult)`` pairs; tolerant of junk."""
     names = tuple(variables)
@@ -143,7 +130,7 @@ def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[st
                 seen.add(canonical)
             if record.get("status") != "ok" or not isinstance(expression, str):
                 continue
-            nmse = _fitness(record)
+            nmse = record_fitness(record)
             parsed = parse_cached(expression, names)
             if parsed is None or not math.isfinite(nmse):
                 continue

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sr_dist.agent.state import record_fitness
 from sr_dist.search.settings import SettingsError
 
 __all__ = [
@@ -135,23 +136,10 @@ def default_config() -> dict[str, Any]:
 
 # --- what the old session left -----------------------------------------------------------------
 
-def _finite(value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return math.inf
-    return number if math.isfinite(number) else math.inf
-
-
-def _fitness(row: Mapping[str, Any]) -> float:
-    val = _finite(row.get("val_nmse"))
-    return val if math.isfinite(val) else _finite(row.get("train_nmse"))
-
-
 def best_distinct(rows: Sequence[Mapping[str, Any]], limit: int) -> list[Mapping[str, Any]]:
     """Up to ``limit`` ``ok`` rows with distinct canonical forms, best (lowest NMSE) first."""
-    ok = [r for r in rows if r.get("status") == "ok" and math.isfinite(_fitness(r))]
-    ok.sort(key=lambda r: (_fitness(r), r.get("complexity") or 0, str(r.get("expression"))))
+    ok = [r for r in rows if r.get("status") == "ok" and math.isfinite(record_fitness(r))]
+    ok.sort(key=lambda r: (record_fitness(r), r.get("complexity") or 0, str(r.get("expression"))))
     seen: set[str] = set()
     out: list[Mapping[str, Any]] = []
     for row in ok:
@@ -238,7 +226,7 @@ def resume_note(rows: Sequence[Mapping[str, Any]], shown: int = 8) -> str:
     lines = ["This search resumes an earlier session. Your best formulas so far "
              "(validation NMSE):"]
     for row in rows[:shown]:
-        nmse = _fitness(row)
+        nmse = record_fitness(row)
         lines.append(f"- {row.get('expression')}  ({nmse:.3g})")
     lines.append("Build on them; formulas already tried are answered from the cache.")
     return "\n".join(lines)
