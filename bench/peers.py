@@ -268,16 +268,20 @@ def worker(tool: str, problem: str, noise: float, budget: float, n: int) -> int:
 
 # --- parent side ------------------------------------------------------------------------------
 
-def _load_json(path: Path) -> list[PeerResult]:
+def _load_json(path: Path) -> tuple[list[PeerResult], list[dict[str, Any]]]:
+    """The cells measured so far and one metadata record per earlier invocation."""
     if not path.is_file():
-        return []
+        return [], []
     data = json.loads(path.read_text())
-    return [PeerResult.from_json(r) for r in data.get("results", [])]
+    runs = data.get("runs")
+    if runs is None:  # files written before per-run records: one "meta" for everything
+        runs = [data["meta"]] if data.get("meta") else []
+    return [PeerResult.from_json(r) for r in data.get("results", [])], list(runs)
 
 
-def _save_json(path: Path, results: Sequence[PeerResult], meta: dict[str, Any]) -> None:
+def _save_json(path: Path, results: Sequence[PeerResult], runs: Sequence[dict[str, Any]]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps({"meta": meta, "results": [r.to_json() for r in results]},
+    tmp.write_text(json.dumps({"runs": list(runs), "results": [r.to_json() for r in results]},
                               indent=1))
     os.replace(tmp, path)
 
@@ -333,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker:
         tool, problem, noise, budget, n = args.worker
         return worker(tool, problem, float(noise), float(budget), int(n))
-    results = _load_json(args.json)
+    results, runs = _load_json(args.json)
     have = {r.key() for r in results}
     meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]),
             "machine": f"{os.cpu_count()} CPU cores", "started": datetime.now().isoformat()}
@@ -358,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 have.add(key)
                 loads.append(_load_average())
                 meta["load_averages"] = loads
-                _save_json(args.json, results, meta)
+                _save_json(args.json, results, [*runs, meta])
                 tte = "-" if r.time_to_exact_s is None else f"{r.time_to_exact_s:.1f}"
                 print(f"{tool:9s} {problem:10s} noise={noise:g} {r.status:8s} "
                       f"exact={'yes' if r.exact else 'no ':3s} "
