@@ -47,6 +47,7 @@ import argparse
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,9 +69,44 @@ from peers_lib import (  # noqa: E402
 OPERON_SYMBOLS = "add,sub,mul,div,constant,variable,sin,cos,exp,log,sqrt,square,tanh"
 GPLEARN_FUNCTIONS = ("add", "sub", "mul", "div", "sqrt", "log", "sin", "cos", "neg", "inv")
 #: sr-dist candidates checked for the first exact hit: ok rows whose validation NMSE is at most
-#: this (noise 0) or 3x the noise floor (noise² of NMSE), lowest first, at most this many.
+#: this (noise 0) or 3x the noise floor (noise² of NMSE), simplest first, at most this many
+#: distinct structures and this many seconds of symbolic checks in all.
 SRDIST_HIT_NMSE = 1e-8
 SRDIST_HIT_CHECKS = 40
+SRDIST_HIT_CHECK_S = 40.0
+#: sr-dist's final answer: ``sr_dist.results.select_candidate`` with this rule (``parsimony``:
+#: PySR's score rule on the validation Pareto front; ``best`` would be the lowest val NMSE).
+SRDIST_SELECT = "parsimony"
+#: Seconds sympy may spend deciding one model (sympy's simplify can run for minutes on a large
+#: expression that fits noisy data); a check that runs out counts as not exact and is recorded.
+CHECK_S = 8.0
+
+
+class _CheckTimeout(BaseException):
+    """Raised by SIGALRM inside sympy; a BaseException so no ``except Exception`` swallows it."""
+
+
+def _exact_within(seconds: float, formula: str, constants: dict[str, float], ds: Any,
+                  noise: float) -> bool | None:
+    """``exact_recovery`` with a deadline: True/False, or None when sympy did not decide in time.
+
+    Uses SIGALRM, so it must run in the worker's main thread (it does: one cell per process).
+    """
+    from sr_dist.evolve.recovery import exact_recovery
+
+    def _expire(signum: int, frame: Any) -> None:
+        raise _CheckTimeout
+
+    previous = signal.signal(signal.SIGALRM, _expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return exact_recovery(formula, constants, _truth(ds), ds.feature_names,
+                              rel_tol=recovery_rel_tol(noise))
+    except _CheckTimeout:
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # --- worker side ------------------------------------------------------------------------------
@@ -88,26 +124,27 @@ def _truth(ds: Any) -> str:
 
 def _score(base: dict[str, Any], ds: Any, formula: str | None, constants: dict[str, float],
            pred_test: Any, noise: float) -> dict[str, Any]:
-    from sr_dist.evolve.recovery import exact_recovery
     from sr_dist.results import regression_metrics
 
     m = regression_metrics(ds.y_test, pred_test)
     # The symbolic check only runs for models that fit the data to the noise floor: a model that
     # does not cannot be the truth, and sympy can take minutes on a large wrong expression.
     near = m["nmse"] is not None and m["nmse"] < max(1e-10, 10.0 * noise**2)
-    exact = bool(formula) and near and exact_recovery(formula, constants, _truth(ds), ds.feature_names,
-                                                      rel_tol=recovery_rel_tol(noise))
-    return {**base, "formula": formula, "constants": constants, "exact": exact,
-            "test_nmse": m["nmse"], "test_r2": m["r2"], "acc_0_1": m["acc_0.1"]}
+    decided = _exact_within(CHECK_S, formula, constants, ds, noise) if formula and near else False
+    extra = dict(base.get("extra") or {})
+    if decided is None:
+        extra["exact_check"] = f"sympy undecided after {CHECK_S:g} s (counted not exact)"
+    return {**base, "extra": extra, "formula": formula, "constants": constants,
+            "exact": bool(decided), "test_nmse": m["nmse"], "test_r2": m["r2"],
+            "acc_0_1": m["acc_0.1"]}
 
 
 def run_srdist(problem: str, noise: float, budget: float, n: int, t0: float) -> dict[str, Any]:
     import pyarrow.dataset as pads
     from hydra import compose, initialize_config_module
 
-    from sr_dist.evolve.recovery import exact_recovery
     from sr_dist.formula import evaluate_numpy, parse_formula
-    from sr_dist.results import open_results, read_run
+    from sr_dist.results import open_results, read_run, select_candidate
     from sr_dist.search import run_search
 
     ds = _load(problem, n, noise)
@@ -122,36 +159,53 @@ def run_srdist(problem: str, noise: float, budget: float, n: int, t0: float) -> 
         summary = run_search(cfg, stream=io.StringIO(), handle_signals=False)
         table = open_results(out).candidates.to_table(
             filter=(pads.field("run_id") == summary.run_id) & (pads.field("status") == "ok"),
-            columns=["expression", "canonical", "constants", "val_nmse", "created_at"])
+            columns=["expression", "canonical", "complexity", "constants", "val_nmse",
+                     "created_at"])
         rows = [r for r in table.to_pylist() if r["val_nmse"] is not None]
         record = read_run(out, summary.run_id)
+        chosen = select_candidate(out, summary.run_id, rule=SRDIST_SELECT)
     base = {"candidates": summary.candidates, "search_s": summary.search_s,
             "extra": {"stop_reason": summary.stop_reason, "run_wall_s": summary.wall_s,
-                      "evaluator_fits": summary.evaluator.get("fits")}}
+                      "evaluator_fits": summary.evaluator.get("fits"), "select": SRDIST_SELECT}}
     best = summary.best
-    if best is None:
+    if best is None or chosen is None:
         return {**base, "status": "failed", "error": "no ok candidate"}
-    constants = {k: float(v) for k, v in best.constants.items() if v is not None}
-    formula = parse_formula(best.expression, ds.feature_names)
+    constants = {k: float(v) for k, v in json.loads(chosen["constants"] or "{}").items()
+                 if v is not None}
+    formula = parse_formula(chosen["expression"], ds.feature_names)
     pred = evaluate_numpy(formula, ds.X_test, ds.feature_names, constants)
-    res = _score({**base, "model": best.with_constants()}, ds, best.expression, constants, pred,
-                 noise)
-    # First exact hit: the lowest-NMSE distinct structures, checked once each.
+    shown = ", ".join(f"{k}={v:.6g}" for k, v in constants.items())
+    res = _score({**base, "model": f"{chosen['expression']}  [{shown}]"}, ds,
+                 chosen["expression"], constants, pred, noise)
+    if chosen["candidate_id"] != best.candidate_id:  # what the lowest-NMSE rule would answer
+        best_consts = {k: float(v) for k, v in best.constants.items() if v is not None}
+        res["extra"]["lowest_val_nmse"] = {
+            "formula": best.expression, "constants": best_consts,
+            "exact": _exact_within(CHECK_S, best.expression, best_consts, ds, noise)}
+    # First exact hit: distinct structures that fit to the floor, simplest first, each checked
+    # once (every row of an exact structure counts), within a total time for the checks.
     limit = SRDIST_HIT_NMSE if noise == 0 else 3.0 * noise * noise
-    rows.sort(key=lambda r: r["val_nmse"])
+    rows.sort(key=lambda r: (r["complexity"] or 0, r["val_nmse"]))
     seen: dict[str, bool] = {}
+    undecided = 0
     first: datetime | None = None
+    checks_end = time.time() + SRDIST_HIT_CHECK_S
     for r in rows:
-        if r["val_nmse"] > limit or len(seen) >= SRDIST_HIT_CHECKS and r["canonical"] not in seen:
-            continue
         key = r["canonical"] or r["expression"]
+        if r["val_nmse"] > limit:
+            continue
         if key not in seen:
+            left = checks_end - time.time()
+            if len(seen) >= SRDIST_HIT_CHECKS or left <= 0.5:
+                continue
             consts = {k: float(v) for k, v in json.loads(r["constants"] or "{}").items()
                       if v is not None}
-            seen[key] = exact_recovery(r["expression"], consts, _truth(ds), ds.feature_names,
-                                       rel_tol=recovery_rel_tol(noise))
+            decided = _exact_within(min(CHECK_S, left), r["expression"], consts, ds, noise)
+            undecided += decided is None
+            seen[key] = bool(decided)
         if seen[key] and (first is None or r["created_at"] < first):
             first = r["created_at"]
+    res["extra"]["hit_checks"] = {"structures": len(seen), "undecided": undecided}
     if first is not None:
         res["time_to_exact_s"] = (first - started).total_seconds()
         res["time_to_exact_kind"] = "first exact candidate (from process start)"

@@ -3,6 +3,8 @@
     sr-dist-query results                       # the runs
     sr-dist-query results --run RUN_ID          # that run's Pareto front (complexity vs val NMSE)
     sr-dist-query results --sql "SELECT ..."    # DuckDB SQL over views `candidates` and `runs`
+    sr-dist-query results --score               # LLM-SRBench metrics of every run's best formula
+    sr-dist-query results --score RUN_ID --tau 0.1 0.01 --split test
 
 ``--format table|csv|json`` picks the output; ``--limit N`` caps the rows. Every failure (no
 results, unknown run, bad SQL) is one line on stderr and exit status 2.
@@ -26,6 +28,7 @@ import duckdb
 import pyarrow as pa
 
 from sr_dist.results.query import PARETO_METRICS, ResultsNotFound, duckdb_connection, pareto_front
+from sr_dist.results.selection import SELECTION_RULES
 
 PROG = "sr-dist-query"
 
@@ -36,6 +39,9 @@ RUN_COLUMNS: tuple[str, ...] = (
 FRONT_COLUMNS: tuple[str, ...] = (
     "complexity", "train_nmse", "val_nmse", "test_nmse", "r2", "expression", "constants",
     "agent_id", "step", "candidate_id",
+)
+SCORE_COLUMNS: tuple[str, ...] = (
+    "run_id", "dataset", "split", "n", "nmse", "r2", "expression", "constants", "candidate_id",
 )
 #: Longest cell in table format; csv and json are never truncated.
 MAX_CELL = 80
@@ -55,6 +61,18 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--run", metavar="ID", help="print the Pareto front of this run")
     what.add_argument("--sql", metavar="SQL",
                       help="run DuckDB SQL over the views `candidates` and `runs`")
+    what.add_argument("--score", metavar="ID", nargs="*",
+                      help="NMSE, R² and Acc_τ (and its worst-5%% variant) of the best "
+                           "candidate of these runs (default: every run) on a split of the "
+                           "run's dataset, rebuilt from its config")
+    parser.add_argument("--split", choices=("train", "val", "test"), default="test",
+                        help="split that --score predicts (default: test)")
+    parser.add_argument("--tau", type=float, nargs="+", metavar="TAU", default=None,
+                        help="tolerances of Acc_τ for --score (default: 0.1)")
+    parser.add_argument("--select", choices=SELECTION_RULES, default="best",
+                        help="which candidate --score takes: best = lowest validation NMSE "
+                             "(default); parsimony = PySR-style pick that resists overfitting "
+                             "noise")
     parser.add_argument("--metric", choices=PARETO_METRICS, default="val_nmse",
                         help="error axis of the Pareto front (default: val_nmse)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
@@ -210,11 +228,56 @@ def _sql(con: duckdb.DuckDBPyConnection, sql: str, limit: int | None) -> pa.Tabl
     return relation.to_arrow_table()
 
 
+def _score(path: str, run_ids: Sequence[str], split: str,
+           taus: Sequence[float] | None, select: str = "best") -> pa.Table:
+    """One row of metrics per run. Named runs must score; in the every-run listing a run that
+    cannot be scored (its CSV moved, no ok candidate) is a note on stderr, not a failure."""
+    from sr_dist.results import DEFAULT_TAUS, ScoreError, open_results, score_run
+
+    taus = tuple(taus) if taus else DEFAULT_TAUS
+    for tau in taus:
+        if not (tau > 0 and math.isfinite(tau)):
+            raise QueryError(f"--tau must be positive numbers, got {tau!r}")
+    explicit = bool(run_ids)
+    if explicit:
+        ids = list(dict.fromkeys(run_ids))
+    else:
+        listed = open_results(path).runs.to_table(columns=["run_id", "started_at"])
+        ids = list(dict.fromkeys(r["run_id"] for r in sorted(
+            listed.to_pylist(), key=lambda r: (r["started_at"], r["run_id"]))))
+    records: list[dict[str, Any]] = []
+    for run_id in ids:
+        try:
+            score = score_run(path, run_id, split=split, taus=taus, select=select)
+        except ScoreError as exc:
+            if explicit:
+                raise QueryError(str(exc)) from exc
+            print(f"{PROG}: note: run {run_id} not scored: {exc}", file=sys.stderr)
+            continue
+        row = score.as_dict()
+        row["constants"] = json.dumps(_plain(row["constants"]))
+        records.append(row)
+    if not records:
+        if not explicit and not ids:
+            raise QueryError(f"no runs under {path}")
+        return pa.table({c: pa.array([], pa.string()) for c in SCORE_COLUMNS})
+    names = list(SCORE_COLUMNS) + [k for k in records[0] if k not in SCORE_COLUMNS]
+    return pa.table({n: [r.get(n) for r in records] for n in names})
+
+
 def run(argv: Sequence[str] | None, out: TextIO) -> int:
     """Parse ``argv``, run the query, write to ``out``; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.limit is not None and args.limit < 0:
         raise QueryError(f"--limit must be at least 0, got {args.limit}")
+    if args.score is not None:
+        table = _score(args.path, args.score, args.split, args.tau, args.select)
+        if args.limit is not None:
+            table = table.slice(0, args.limit)
+        columns, rows = _rows(table)
+        out.write(FORMATS[args.format](columns, rows))
+        out.flush()
+        return 0
     con = duckdb_connection(args.path)
     try:
         if args.sql is not None:

@@ -24,6 +24,7 @@ from sr_dist.results.query import (
     read_run,
     summarize_run,
 )
+from sr_dist.results.selection import SELECTION_RULES, select_candidate
 from sr_dist.results.schema import (
     CANDIDATE_SCHEMA,
     OK_STATUS,
@@ -47,6 +48,8 @@ from sr_dist.results.writer import (
 
 __all__ = [
     "DEFAULT_TAUS",
+    "SELECTION_RULES",
+    "select_candidate",
     "RunScore",
     "ScoreError",
     "regression_metrics",

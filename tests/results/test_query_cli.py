@@ -140,3 +140,51 @@ def test_runs_listing_notes_candidates_without_a_runs_row(capsys, tmp_path):
     code, out, err = _run(capsys, str(tmp_path), "--format", "csv")
     assert code == 0 and out.strip() == ",".join(RUN_COLUMNS)
     assert "no runs rows yet; 2 candidate(s) in 1 run(s)" in err
+
+
+def _scorable_root(tmp_path: Path) -> tuple[Path, str]:
+    """A run on a rebuildable dataset whose best candidate is the exact I.12.2 law."""
+    import math
+
+    from sr_dist.results import candidate_row
+
+    root = tmp_path / "results"
+    run_id = "run-score"
+    config = ("dataset:\n  source: feynman:I.12.2\n  n: 300\n  seed: 3\n  noise: 0.0\n"
+              "  split: [0.7, 0.15, 0.15]\n")
+    with CandidateWriter(root, run_id, "feynman:I.12.2", "evolve", background=False) as w:
+        best = candidate_row({"expression": "c0*q1*q2/(epsilon*r**2)",
+                              "constants": {"c0": 1 / (4 * math.pi)}, "status": "ok",
+                              "val_nmse": 1e-14, "test_nmse": 1e-14},
+                             run_id, 0, 0, 0, "evolve", "feynman:I.12.2")
+        w.add([best])
+    write_run(root, RunRecord(run_id=run_id, dataset="feynman:I.12.2", model="evolve",
+                              started_at=T0, config=config)
+              .with_best(best, 1).finished("completed", "target_nmse"))
+    return root, run_id
+
+
+def test_score_prints_llm_srbench_metrics_of_a_run(capsys, tmp_path):
+    root, run_id = _scorable_root(tmp_path)
+    code, out, err = _run(capsys, str(root), "--score", run_id, "--tau", "0.1", "0.001",
+                          "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["run_id"] == run_id and row["split"] == "test"
+    assert row["nmse"] < 1e-20 and row["r2"] == pytest.approx(1.0)
+    assert row["acc_0.1"] == 1.0 and row["acc_0.001_worst5"] == 1.0
+    assert row["n"] == 45  # 15% of 300 rows
+
+
+def test_score_every_run_notes_the_ones_it_cannot_score(capsys, tmp_path, root):
+    # `root`'s run-a has no dataset section in its config: noted and skipped, not fatal.
+    scorable, run_id = _scorable_root(tmp_path)
+    code, out, _ = _run(capsys, str(scorable), "--score", "--format", "csv")
+    assert code == 0
+    assert list(csv.DictReader(io.StringIO(out)))[0]["run_id"] == run_id
+    code, out, err = _run(capsys, str(root), "--score")
+    assert code == 0 and "run run-a not scored" in err and "dataset section" in err
+    code, out, err = _run(capsys, str(root), "--score", "run-a")
+    assert code == 2 and "dataset section" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _run(capsys, str(scorable), "--score", run_id, "--tau", "-1")
+    assert code == 2 and "--tau" in err

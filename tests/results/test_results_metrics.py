@@ -52,6 +52,42 @@ def test_worst5_ignores_the_worst_five_percent() -> None:
     assert regression_metrics(y, p)["acc_0.1_worst5"] == 0.0
 
 
+def test_worst5_passes_at_exactly_95_percent_within_tolerance() -> None:
+    """The reference rule counts points; an interpolated 95th percentile would say 0.15 here."""
+    y = np.arange(1.0, 101.0)
+    p = y.copy()
+    p[:5] *= 4.0  # 5 of 100 points 300% off, 95 exact
+    got = regression_metrics(y, p)
+    assert got["point_acc_0.1"] == pytest.approx(0.95)
+    assert got["acc_0.1_worst5"] == 1.0
+    p[5] *= 4.0
+    assert regression_metrics(y, p)["acc_0.1_worst5"] == 0.0
+
+
+def test_worst5_counts_a_non_finite_prediction_as_a_miss() -> None:
+    y = np.arange(1.0, 101.0)
+    p = y.copy()
+    p[0] = math.nan
+    got = regression_metrics(y, p)
+    assert got["nmse"] == math.inf and got["acc_0.1"] == 0.0
+    assert got["acc_0.1_worst5"] == 1.0
+    p[:6] = math.inf
+    assert regression_metrics(y, p)["acc_0.1_worst5"] == 0.0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_worst5_agrees_with_the_reference_accuracy_l1_rule(seed: int) -> None:
+    """Kamienny et al.'s code: ``np.isclose(pred, true, atol=0, rtol=tau).mean() >= 0.95``."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=400) * 10 + rng.choice([-20.0, 20.0], size=400)
+    scale = rng.choice([0.01, 0.05, 0.08, 0.12])
+    p = y * (1 + scale * rng.standard_normal(size=400))
+    for tau in (0.1, 0.05, 0.01):
+        reference = float(np.isclose(p, y, atol=0.0, rtol=tau).mean() >= 0.95)
+        got = regression_metrics(y, p, taus=(tau,))
+        assert got[f"acc_{tau:g}_worst5"] == reference, (seed, tau)
+
+
 def test_nmse_and_r2_match_their_definitions() -> None:
     rng = np.random.default_rng(0)
     y = rng.normal(size=200)
