@@ -776,6 +776,31 @@ def run_search(
     return summary
 
 
+def _parsimony_lines(front: list[dict[str, Any]], best: BestFormula | None) -> list[str]:
+    """The ``parsimony`` pick when it is not the lowest-NMSE formula (on noisy data it is
+    usually the law, and the best is a longer formula fitting the noise)."""
+    import pyarrow as pa
+
+    from sr_dist.results import select_candidate
+
+    if not front or best is None:
+        return []
+    try:
+        pick = select_candidate(pa.Table.from_pylist(front), rule="parsimony")
+    except (ValueError, TypeError, KeyError, pa.ArrowException):
+        return []
+    if pick is None or pick.get("candidate_id") == best.candidate_id:
+        return []
+    val = pick.get("val_nmse")
+    shown = "-" if val is None else f"{val:.4g}"
+    lines = ["", f"parsimony pick: {pick.get('expression')}  (val NMSE {shown}, complexity "
+                 f"{pick.get('complexity')}; the simplest formula at the best formula's error "
+                 "level, `sr-dist-query --score --select parsimony`)"]
+    if pick.get("constants"):
+        lines.append(f"   constants: {format_constants(pick['constants'])}")
+    return lines
+
+
 def _print_report(out: TextIO, summary: RunSummary, dataset: Any, front_fn: Any) -> None:
     lines = ["", f"sr-dist: run {summary.run_id} {summary.status} ({summary.stop_reason}) after "
              f"{summary.wall_s:.1f} s: {summary.candidates:,} candidates"]
@@ -812,6 +837,7 @@ def _print_report(out: TextIO, summary: RunSummary, dataset: Any, front_fn: Any)
             rows = []
             lines.append(f"(could not read the Pareto front: {exc})")
         lines += ["", "Pareto front (complexity vs validation NMSE):", format_pareto(rows)]
+        lines += _parsimony_lines(rows, summary.best)
     lines.append("")
     top = summary.best
     if top is None:
