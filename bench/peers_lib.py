@@ -221,12 +221,21 @@ def summarize(results: Iterable[PeerResult], noise: float,
         nm = sorted(r.test_nmse for r in ok if r.test_nmse is not None)
         r2 = sorted(r.test_r2 for r in ok if r.test_r2 is not None)
         cands = [r.candidates for r in ok if r.candidates is not None]
+        # Where the tool exposes its search (sr-dist): an exact formula anywhere in it, and
+        # whether the lowest-validation-NMSE answer (instead of the parsimony pick) was exact.
+        searched = [r for r in ok if "exact_any" in r.extra or "select" in r.extra]
+        lowest = [r for r in searched
+                  if (r.extra["lowest_val_nmse"].get("exact") if "lowest_val_nmse" in r.extra
+                      else r.exact)]
         out[tool] = {
             "run": len(ran), "not_run": len(mine) - len(ran), "exact": len(exact),
             "rate": (len(exact) / len(ran)) if ran else None,
             "median_test_nmse": _median(nm), "median_test_r2": _median(r2),
             "median_time_to_exact_s": _median(times),
             "candidates": sum(cands) if cands else None,
+            "exact_anywhere": (sum(1 for r in searched if r.extra.get("exact_any"))
+                               if searched else None),
+            "exact_lowest_nmse": len(lowest) if searched else None,
         }
     return out
 
@@ -266,6 +275,15 @@ def markdown_tables(results: Sequence[PeerResult], tools: Sequence[str]) -> str:
                 f"{_fmt(s['median_test_nmse'], '.2e')} | {_fmt(s['median_test_r2'], '.6f')} | "
                 f"{_fmt(s['median_time_to_exact_s'], '.1f')} | "
                 f"{s['candidates'] if s['candidates'] is not None else '-'} |")
+        parts.append("")
+        for tool in tools:
+            s = summary[tool]
+            if s.get("exact_anywhere") is not None:
+                parts.append(
+                    f"{tool}: an exact formula was evaluated during the search in "
+                    f"{s['exact_anywhere']}/{s['run']} problems; answering with the lowest "
+                    f"validation NMSE instead of the parsimony pick would have been exact in "
+                    f"{s['exact_lowest_nmse']}/{s['run']}.")
         parts.append("")
     return "\n".join(parts)
 
