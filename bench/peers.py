@@ -375,6 +375,12 @@ def run_cell(tool: str, problem: str, noise: float, budget: float, n: int,
                             f"{proc.stderr.strip()[-400:]}")
 
 
+def _selected(r: PeerResult, args: argparse.Namespace) -> bool:
+    """Whether a stored cell is one the command line asks about."""
+    return (r.problem in args.problems and r.tool in args.tools and r.noise in args.noise
+            and r.budget_s == args.budget and r.n == args.n)
+
+
 def recheck(results: Sequence[PeerResult], seconds: float,
             args: argparse.Namespace) -> list[PeerResult]:
     """Cells whose final model's symbolic check ran out of time, checked again with a longer
@@ -383,9 +389,9 @@ def recheck(results: Sequence[PeerResult], seconds: float,
 
     out: list[PeerResult] = []
     for r in results:
-        pending = (r.status == "ok" and "undecided" in str(r.extra.get("exact_check", ""))
-                   and r.formula and r.problem in args.problems and r.tool in args.tools
-                   and r.noise in args.noise and r.budget_s == args.budget and r.n == args.n)
+        last_verdict = str(r.extra.get("exact_check", "")).split("; ")[-1]
+        pending = (r.status == "ok" and "undecided" in last_verdict and bool(r.formula)
+                   and _selected(r, args))
         if not pending:
             out.append(r)
             continue
@@ -436,8 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.recheck is not None:
         results = recheck(results, args.recheck, args)
         _save_json(args.json, results, runs)
-        wanted = [r for r in results if r.problem in args.problems and r.tool in args.tools
-                  and r.noise in args.noise and r.budget_s == args.budget and r.n == args.n]
+        wanted = [r for r in results if _selected(r, args)]
         print(markdown_tables(wanted, [t for t in TOOLS if t in args.tools]))
         return 0
     have = {r.key() for r in results}
@@ -471,8 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"nmse={r.test_nmse if r.test_nmse is not None else float('nan'):.2e} "
                       f"t_exact={tte} wall={r.wall_s or 0:.1f}s "
                       f"load={loads[-1]} {r.error or ''}"[:220], flush=True)
-    wanted = [r for r in results if r.problem in args.problems and r.tool in args.tools
-              and r.noise in args.noise and r.budget_s == args.budget and r.n == args.n]
+    wanted = [r for r in results if _selected(r, args)]
     table = markdown_tables(wanted, [t for t in TOOLS if t in args.tools])
     print(table)
     if args.markdown:
