@@ -85,6 +85,8 @@ SRDIST_HIT_CHECK_S = 40.0
 #: sr-dist's final answer: ``sr_dist.results.select_candidate`` with this rule (``parsimony``:
 #: PySR's score rule on the validation Pareto front; ``best`` would be the lowest val NMSE).
 SRDIST_SELECT = "parsimony"
+#: ``time_to_exact_kind`` of a tool that only exposes its final model.
+FINAL_MODEL_KIND = "end of fit (final model only)"
 #: Seconds sympy may spend deciding one model (sympy's simplify can run for minutes on a large
 #: expression that fits noisy data); a check that runs out counts as not exact and is recorded.
 CHECK_S = 8.0
@@ -147,6 +149,19 @@ def _score(base: dict[str, Any], ds: Any, formula: str | None, constants: dict[s
             "acc_0_1": m["acc_0.1"]}
 
 
+def _final_model(base: dict[str, Any], ds: Any, formula: str | None,
+                 constants: dict[str, float], pred_test: Any, noise: float,
+                 fit_end_s: float) -> dict[str, Any]:
+    """A peer's cell: it only hands back its final model, so its time to an exact hit is the
+    end of its fit (seconds from the worker's start), and only when that model is exact."""
+    extra = {**(base.get("extra") or {}), "fit_end_s": fit_end_s}
+    res = _score({**base, "extra": extra}, ds, formula, constants, pred_test, noise)
+    if res["exact"]:
+        res["time_to_exact_s"] = fit_end_s
+        res["time_to_exact_kind"] = FINAL_MODEL_KIND
+    return res
+
+
 def run_srdist(problem: str, noise: float, budget: float, n: int, t0: float) -> dict[str, Any]:
     import pyarrow.dataset as pads
     from hydra import compose, initialize_config_module
@@ -167,11 +182,11 @@ def run_srdist(problem: str, noise: float, budget: float, n: int, t0: float) -> 
         summary = run_search(cfg, stream=io.StringIO(), handle_signals=False)
         table = open_results(out).candidates.to_table(
             filter=(pads.field("run_id") == summary.run_id) & (pads.field("status") == "ok"),
-            columns=["expression", "canonical", "complexity", "constants", "val_nmse",
-                     "created_at"])
+            columns=["candidate_id", "status", "expression", "canonical", "complexity",
+                     "constants", "val_nmse", "created_at"])
         rows = [r for r in table.to_pylist() if r["val_nmse"] is not None]
         record = read_run(out, summary.run_id)
-        chosen = select_candidate(out, summary.run_id, rule=SRDIST_SELECT)
+    chosen = select_candidate(table, rule=SRDIST_SELECT)
     base = {"candidates": summary.candidates, "search_s": summary.search_s,
             "extra": {"stop_reason": summary.stop_reason, "run_wall_s": summary.wall_s,
                       "evaluator_fits": summary.evaluator.get("fits"), "select": SRDIST_SELECT}}
@@ -237,13 +252,9 @@ def run_pyoperon(problem: str, noise: float, budget: float, n: int, t0: float) -
     formula, constants = literals_to_constants(operon_to_formula(text))
     pred = model.predict(ds.X_test)
     stats = dict(getattr(model, "stats_", {}) or {})
-    res = _score({"model": text, "candidates": stats.get("evaluation_count"),
-                  "search_s": fit_end - t0, "extra": {"stats": stats}},
-                 ds, formula, constants, pred, noise)
-    if res["exact"]:
-        res["time_to_exact_s"] = fit_end - t0
-        res["time_to_exact_kind"] = "end of fit (final model only)"
-    return res
+    return _final_model({"model": text, "candidates": stats.get("evaluation_count"),
+                         "search_s": fit_end - t0, "extra": {"stats": stats}},
+                        ds, formula, constants, pred, noise, fit_end - t0)
 
 
 def run_gplearn(problem: str, noise: float, budget: float, n: int, t0: float) -> dict[str, Any]:
@@ -267,13 +278,9 @@ def run_gplearn(problem: str, noise: float, budget: float, n: int, t0: float) ->
     program = str(model._program)
     formula, constants = literals_to_constants(gplearn_to_formula(program))
     pred = model.predict(ds.X_test)
-    res = _score({"model": program, "candidates": population * generations,
-                  "search_s": fit_end - start, "extra": {"generations": generations}},
-                 ds, formula, constants, pred, noise)
-    if res["exact"]:
-        res["time_to_exact_s"] = fit_end - t0
-        res["time_to_exact_kind"] = "end of fit (final model only)"
-    return res
+    return _final_model({"model": program, "candidates": population * generations,
+                         "search_s": fit_end - start, "extra": {"generations": generations}},
+                        ds, formula, constants, pred, noise, fit_end - t0)
 
 
 def run_pysr(problem: str, noise: float, budget: float, n: int, t0: float) -> dict[str, Any]:
@@ -293,11 +300,8 @@ def run_pysr(problem: str, noise: float, budget: float, n: int, t0: float) -> di
     text = str(model.sympy())
     formula, constants = literals_to_constants(text)
     pred = model.predict(ds.X_test)
-    res = _score({"model": text, "search_s": fit_end - t0}, ds, formula, constants, pred, noise)
-    if res["exact"]:
-        res["time_to_exact_s"] = fit_end - t0
-        res["time_to_exact_kind"] = "end of fit (final model only)"
-    return res
+    return _final_model({"model": text, "search_s": fit_end - t0}, ds, formula, constants,
+                        pred, noise, fit_end - t0)
 
 
 RUNNERS: dict[str, Callable[[str, float, float, int, float], dict[str, Any]]] = {
@@ -402,9 +406,9 @@ def recheck(results: Sequence[PeerResult], seconds: float,
         extra = {**r.extra, "exact_check": f"{r.extra['exact_check']}; rechecked with "
                                            f"{seconds:g} s: {verdict} ({time.time() - t0:.1f} s)"}
         changes: dict[str, Any] = {"extra": extra, "exact": bool(decided)}
-        if decided and r.time_to_exact_s is None and r.search_s is not None:
-            changes["time_to_exact_s"] = r.search_s
-            changes["time_to_exact_kind"] = "end of fit (final model only)"
+        if decided and r.time_to_exact_s is None and r.extra.get("fit_end_s") is not None:
+            changes["time_to_exact_s"] = r.extra["fit_end_s"]
+            changes["time_to_exact_kind"] = FINAL_MODEL_KIND
         print(f"{r.tool:9s} {r.problem:10s} noise={r.noise:g} recheck: {verdict}", flush=True)
         out.append(dataclasses.replace(r, **changes))
     return out
