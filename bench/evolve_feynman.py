@@ -4,7 +4,7 @@ For each problem: sample ``--n`` noise-free rows, build an in-process :class:`Ev
 its shape buckets (``warm_up``, not timed), then let :class:`EvolveModel` search until it submits
 or the wall-clock budget runs out. Reports per problem: exact recovery (test NMSE < 1e-10 *and*
 sympy-equivalent to the ground truth up to constant values, see
-:func:`sr_dist.evolve.recovery.exact_recovery`) of the final answer (the submission, else the
+:func:`sr_dist.sr.evolve.recovery.exact_recovery`) of the final answer (the submission, else the
 best candidate), time to the first exactly recovering candidate, the final answer's test NMSE,
 candidates evaluated; then a summary.
 
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sr_dist.context import Context  # noqa: E402
 from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator, FitResult  # noqa: E402
-from sr_dist.evolve.recovery import exact_recovery  # noqa: E402
-from sr_dist.models.evolve import EvolveModel  # noqa: E402
+from sr_dist.sr.evolve.recovery import exact_recovery  # noqa: E402
+from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
 from sr_dist.tools.types import ToolCall, ToolCallResult  # noqa: E402
 
 #: The fixed problem list: every 4th equation of the AI Feynman table in file order (rows 1, 5,
@@ -149,7 +149,8 @@ def _direct_loop(model: EvolveModel, evaluator: Evaluator, info: dict[str, Any],
 def _agent_loop(model: EvolveModel, evaluator: Evaluator, ds: Any, seed: int, budget_s: float,
                 log: list[tuple[float, FitResult]], start_box: list[float], sample_rows: int) -> tuple[_Final | None, int, str]:
     """The in-process agent loop with the formula tools; the recorder timestamps every fit."""
-    from sr_dist.agent import AgentLimits, build_agent
+    from sr_dist.agent import AgentLimits
+    from sr_dist.sr import build_agent
 
     def recorder(fits: Sequence[FitResult], **_: Any) -> None:
         now = time.perf_counter() - start_box[0]

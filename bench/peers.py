@@ -26,7 +26,7 @@ Tools:
 * ``pysr``: tried if ``import pysr`` works; it needs a Julia install and downloads Julia packages
   at first use, so on a machine without that it is reported ``not_run`` with the error.
 
-Scores for every tool: exact recovery (``sr_dist.evolve.recovery.exact_recovery`` of the final
+Scores for every tool: exact recovery (``sr_dist.sr.evolve.recovery.exact_recovery`` of the final
 model, its float literals turned into named constants; constants snapped to closed forms within
 2e-6 relative at noise 0 and 2e-3 with noise; tried only for models whose test NMSE is below
 ``max(1e-10, 10 * noise**2)``, and sympy gets ``CHECK_S`` seconds per model, after which the
@@ -102,7 +102,7 @@ def _exact_within(seconds: float, formula: str, constants: dict[str, float], ds:
 
     Uses SIGALRM, so it must run in the worker's main thread (it does: one cell per process).
     """
-    from sr_dist.evolve.recovery import exact_recovery
+    from sr_dist.sr.evolve.recovery import exact_recovery
 
     def _expire(signum: int, frame: Any) -> None:
         raise _CheckTimeout

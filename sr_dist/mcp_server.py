@@ -140,7 +140,7 @@ class _Session:
         from sr_dist.search.recording import CandidateRecorder
         from sr_dist.search.run import new_run_id
         from sr_dist.tools import BaseTool
-        from sr_dist.tools.formula_tools import formula_tool_context
+        from sr_dist.sr.formula_tools import formula_tool_context
 
         self.options = options
         self.dataset = load_dataset(options.dataset, n=options.n, seed=options.seed, target=options.target)

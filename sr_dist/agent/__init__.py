@@ -1,32 +1,30 @@
-"""The agent loop and its context: an LLM (or the offline proposer) searching with tools.
+"""The generic agent loop and its context: a model searching with tools, for any task.
 
-``Agent(model, parser, catalog, context, limits).run()`` / ``await arun()`` returns an
-:class:`AgentResult`; :func:`build_agent` wires one up for a dataset and an evaluator with the
-formula tools. See ``docs/agent.md``.
+``Agent(model, parser, catalog, context, limits, episode=...).run()`` / ``await arun()`` returns
+an :class:`AgentResult`. The loop knows nothing of symbolic regression: what it needs from the
+task it asks an :class:`Episode`. The formula-search wiring (``build_agent``, the formula tools,
+the episode context) is in :mod:`sr_dist.sr`. See ``docs/agent.md``.
 """
 
 from sr_dist.agent.compaction import CompactionPolicy, TurnLog, render_conversation, summarize_result
-from sr_dist.agent.factory import build_agent, parser_for, problem_info
-from sr_dist.agent.loop import STOP_REASONS, Agent, AgentLimits, AgentResult, BestFormula
-from sr_dist.agent.state import Candidate, CandidateArchive, EpisodeState, Submission
+from sr_dist.agent.episode import Episode, EpisodeReport, NoEpisode
+from sr_dist.agent.loop import STOP_REASONS, Agent, AgentLimits, AgentResult, StopReason
+from sr_dist.agent.messages import LoopMessages
 from sr_dist.context import Context
 
 __all__ = [
     "Agent",
     "AgentLimits",
     "AgentResult",
-    "BestFormula",
-    "Candidate",
-    "CandidateArchive",
     "CompactionPolicy",
     "Context",
-    "EpisodeState",
+    "Episode",
+    "EpisodeReport",
+    "LoopMessages",
+    "NoEpisode",
     "STOP_REASONS",
-    "Submission",
+    "StopReason",
     "TurnLog",
-    "build_agent",
-    "parser_for",
-    "problem_info",
     "render_conversation",
     "summarize_result",
 ]

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import threading
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.agent.compaction import (
@@ -30,8 +30,8 @@ from sr_dist.agent.compaction import (
     summarize_result,
     summarize_results,
 )
-from sr_dist.agent.prompt import nudge_message, truncated_message
-from sr_dist.agent.state import Candidate, CandidateArchive, EpisodeState, fitness
+from sr_dist.agent.episode import Episode, NoEpisode
+from sr_dist.agent.messages import LoopMessages
 from sr_dist.context import Context
 from sr_dist.models.base import ModelError, ModelProtocol, ModelResponse, Usage
 from sr_dist.parsers.base import BaseParser
@@ -45,8 +45,8 @@ __all__ = [
     "Agent",
     "AgentLimits",
     "AgentResult",
-    "BestFormula",
     "Counters",
+    "StopReason",
     "call_groups",
     "stop_after_turn",
     "stop_before_turn",
@@ -54,20 +54,32 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+class StopReason(StrEnum):
+    """Why an episode ended (``AgentResult.stop_reason``; a model error is
+    ``model_error:<kind>``, see :func:`model_error_reason`)."""
+
+    MAX_TURNS = "max_turns"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    MAX_TOKENS = "max_tokens"
+    DEADLINE = "deadline"
+    FAILURE_BUDGET = "failure_budget"
+    TARGET_NMSE = "target_nmse"
+    SUBMITTED = "submitted"
+    MODEL_ERROR = "model_error"
+    CANCELLED = "cancelled"
+    NO_TOOL_CALLS = "no_tool_calls"
+    ABORTED = "aborted"
+    INTERNAL_ERROR = "internal_error"
+
+
+def model_error_reason(kind: str) -> str:
+    """The stop reason of a run ended by a ``ModelError`` of ``kind``: ``model_error:<kind>``."""
+    return f"{StopReason.MODEL_ERROR}:{kind}"
+
+
 #: Every ``AgentResult.stop_reason`` (``model_error:<kind>`` carries the ``ModelError`` kind).
-STOP_REASONS = (
-    "max_turns",
-    "max_tool_calls",
-    "max_tokens",
-    "deadline",
-    "failure_budget",
-    "target_nmse",
-    "submitted",
-    "model_error:<kind>",
-    "cancelled",
-    "no_tool_calls",
-    "aborted",
-    "internal_error",
+STOP_REASONS: tuple[str, ...] = tuple(
+    "model_error:<kind>" if r is StopReason.MODEL_ERROR else str(r) for r in StopReason
 )
 
 
@@ -113,56 +125,24 @@ class AgentLimits:
         return cls(**cfg)
 
 
-@dataclass(frozen=True)
-class BestFormula:
-    """A formula an episode found (its best) or answered with (its submission)."""
-
-    expression: str
-    canonical: str | None
-    constants: Mapping[str, float]
-    complexity: int | None
-    train_nmse: float | None
-    val_nmse: float | None
-    test_nmse: float | None
-    step: int
-    tool_call_id: str | None
-
-    @classmethod
-    def from_candidate(cls, cand: Candidate) -> "BestFormula":
-        return cls(
-            expression=cand.expression,
-            canonical=cand.canonical,
-            constants=dict(cand.constants),
-            complexity=cand.complexity,
-            train_nmse=cand.train_nmse,
-            val_nmse=cand.val_nmse,
-            test_nmse=cand.test_nmse,
-            step=cand.step,
-            tool_call_id=cand.tool_call_id,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "expression": self.expression,
-            "canonical": self.canonical,
-            "constants": dict(self.constants),
-            "complexity": self.complexity,
-            "train_nmse": self.train_nmse,
-            "val_nmse": self.val_nmse,
-            "test_nmse": self.test_nmse,
-            "step": self.step,
-            "tool_call_id": self.tool_call_id,
-        }
+def _plain(value: Any) -> Any:
+    """A report value as plain data: its ``to_dict()`` where it has one."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else value
 
 
 @dataclass(frozen=True)
 class AgentResult:
     """How an episode ended. Equal for a run and its replay: ``model`` (a replay is named
-    ``replay:<recorded>``) and ``elapsed_s`` take no part in equality."""
+    ``replay:<recorded>``) and ``elapsed_s`` take no part in equality.
+
+    ``best``, ``submitted``, ``candidates`` and ``recording_errors`` are the episode's
+    :class:`~sr_dist.agent.episode.EpisodeReport` (for symbolic regression, ``best`` and
+    ``submitted`` are :class:`sr_dist.candidate.Candidate` values)."""
 
     stop_reason: str
-    best: BestFormula | None
-    submitted: BestFormula | None
+    best: Any
+    submitted: Any
     turns: int
     tool_calls: int
     failed_tool_calls: int
@@ -180,8 +160,8 @@ class AgentResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "stop_reason": self.stop_reason,
-            "best": self.best.to_dict() if self.best else None,
-            "submitted": self.submitted.to_dict() if self.submitted else None,
+            "best": _plain(self.best),
+            "submitted": _plain(self.submitted),
             "turns": self.turns,
             "tool_calls": self.tool_calls,
             "failed_tool_calls": self.failed_tool_calls,
@@ -210,32 +190,32 @@ class Counters:
 def stop_before_turn(c: Counters, limits: AgentLimits, *, elapsed_s: float, cancelled: bool) -> str | None:
     """The reason not to start another turn, or None."""
     if cancelled:
-        return "cancelled"
+        return StopReason.CANCELLED
     if limits.deadline_s is not None and elapsed_s >= limits.deadline_s:
-        return "deadline"
+        return StopReason.DEADLINE
     if limits.max_turns is not None and c.turns >= limits.max_turns:
-        return "max_turns"
+        return StopReason.MAX_TURNS
     if limits.max_tool_calls is not None and c.tool_calls >= limits.max_tool_calls:
-        return "max_tool_calls"
+        return StopReason.MAX_TOOL_CALLS
     if limits.max_tokens is not None and c.tokens >= limits.max_tokens:
-        return "max_tokens"
+        return StopReason.MAX_TOKENS
     return None
 
 
 def stop_after_turn(c: Counters, limits: AgentLimits, *, submitted: bool) -> str | None:
     """The reason to end the run after a completed turn, or None (checked in this order)."""
     if submitted:
-        return "submitted"
+        return StopReason.SUBMITTED
     if limits.target_nmse is not None and c.best_nmse <= limits.target_nmse:
-        return "target_nmse"
+        return StopReason.TARGET_NMSE
     if limits.failure_budget is not None and c.consecutive_failures >= limits.failure_budget:
-        return "failure_budget"
+        return StopReason.FAILURE_BUDGET
     if c.prose_streak >= limits.max_prose_turns:
-        return "no_tool_calls"
+        return StopReason.NO_TOOL_CALLS
     if limits.max_tool_calls is not None and c.tool_calls >= limits.max_tool_calls:
-        return "max_tool_calls"
+        return StopReason.MAX_TOOL_CALLS
     if limits.max_tokens is not None and c.tokens >= limits.max_tokens:
-        return "max_tokens"
+        return StopReason.MAX_TOKENS
     return None
 
 
@@ -283,10 +263,11 @@ class Agent:
 
     ``context`` holds the system prompt and the starting messages (kept verbatim); the loop
     appends each turn and re-renders the conversation, compacted, before every model call.
-    ``tool_context`` is the mapping the catalog's tools share (see
-    :func:`sr_dist.tools.formula_tools.formula_tool_context`): the loop reads its ``archive``
-    (best so far, ``target_nmse``), ``episode`` (step, submission) and ``cancel_event``.
-    An agent runs once.
+    ``episode`` is the task side (:class:`~sr_dist.agent.episode.Episode`: turn and call
+    bookkeeping, whether the task has its answer, the best score, the final report, the cancel
+    event); the symbolic-regression episode context is one, and ``tool_context`` is taken as the
+    episode when it is one. ``messages`` words the loop's own notes to the model. An agent runs
+    once.
     """
 
     def __init__(
@@ -297,8 +278,10 @@ class Agent:
         context: Context,
         limits: AgentLimits | None = None,
         *,
-        tool_context: Mapping[str, Any] | None = None,
+        episode: Episode | None = None,
+        tool_context: Any = None,
         compaction: CompactionPolicy | None = None,
+        messages: LoopMessages | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model
@@ -307,14 +290,13 @@ class Agent:
         self.context = context
         self.limits = limits if limits is not None else AgentLimits()
         self.compaction = compaction if compaction is not None else CompactionPolicy()
-        tool_context = tool_context if tool_context is not None else {}
-        #: The mapping the catalog's tools share (``archive``, ``episode``, ``cancel_event``, ...).
-        self.tool_context: Mapping[str, Any] = tool_context
-        archive = tool_context.get("archive")
-        episode = tool_context.get("episode")
-        self.archive: CandidateArchive = archive if isinstance(archive, CandidateArchive) else CandidateArchive()
-        self.episode: EpisodeState = episode if isinstance(episode, EpisodeState) else EpisodeState()
-        self.cancel_event: Any = tool_context.get("cancel_event") or threading.Event()
+        self.messages = messages if messages is not None else LoopMessages()
+        #: What the catalog's tools share (the SR domain's ``EpisodeContext``, or a user mapping).
+        self.tool_context: Any = tool_context if tool_context is not None else episode
+        if episode is None:
+            episode = tool_context if isinstance(tool_context, Episode) else NoEpisode()
+        self.episode: Episode = episode
+        self.cancel_event: Any = episode.cancel_event
         self._clock = clock
         self._native = parser.name == "openai"
         self._tools = catalog.openai_tools()
@@ -357,7 +339,7 @@ class Agent:
                 raise
             except Exception as exc:  # a bug somewhere below: end this agent, not the whole run
                 log.exception("agent %s: internal error in turn %d", self.episode.agent_id, self._counters.turns)
-                stop, error = "internal_error", f"{type(exc).__name__}: {exc}"
+                stop, error = StopReason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
         return self._result(stop, error)
 
     # ------------------------------------------------------------------ one turn
@@ -373,9 +355,9 @@ class Agent:
             return timed_out.reason, timed_out.message
         except ModelError as err:
             log.warning("agent %s: model error ends the run: %s", self.episode.agent_id, err)
-            return f"model_error:{err.kind}", str(err)
+            return model_error_reason(err.kind), str(err)
         if not isinstance(response, ModelResponse):
-            return "internal_error", f"the model returned {type(response).__name__}, not a ModelResponse"
+            return StopReason.INTERNAL_ERROR, f"the model returned {type(response).__name__}, not a ModelResponse"
         self._usage = self._usage + response.usage
         self._bump(tokens=self._usage.total_tokens)
 
@@ -387,11 +369,11 @@ class Agent:
         self._log_turn(assistant, slots, results, errors, response)
         self._account(slots, results, errors, response)
         if stop is not None:
-            if stop.reason == "aborted" and self.episode.submission is not None:
-                return "submitted", None
+            if stop.reason == StopReason.ABORTED and self.episode.finished():
+                return StopReason.SUBMITTED, None
             return stop.reason, stop.message
         return (
-            stop_after_turn(self._counters, self.limits, submitted=self.episode.submission is not None),
+            stop_after_turn(self._counters, self.limits, submitted=self.episode.finished()),
             None,
         )
 
@@ -471,7 +453,7 @@ class Agent:
         except ToolRunAbort as abort:
             reason = f"the tool ended the run: {abort}" if str(abort) else "the tool ended the run"
             result = failure_result(call.name, "cancelled", reason, elapsed_s=0.0, max_chars=2000, call_id=call.id)
-            return result, _Stop("aborted", str(abort) or f"tool {call.name!r} ended the run")
+            return result, _Stop(StopReason.ABORTED, str(abort) or f"tool {call.name!r} ended the run")
         except _Stop as stop:
             result = failure_result(
                 call.name,
@@ -529,10 +511,10 @@ class Agent:
                 summaries.extend(summarize_results(calls, results, errors) for _ in answered)
         notes = []
         if response.truncated:
-            notes.append(truncated_message())
+            notes.append(self.messages.truncated())
         if not calls and not errors and not response.truncated:
             if self._counters.prose_streak + 1 < self.limits.max_prose_turns:
-                notes.append(nudge_message(self._tool_names))
+                notes.append(self.messages.nudge(self._tool_names))
         if notes:
             text = "\n\n".join(notes)
             last = messages[-1]
@@ -554,13 +536,12 @@ class Agent:
         had_problem = bool(errors) or failed > 0
         failed_turn = response.truncated or (succeeded == 0 and had_problem)
         prose = not slots and not errors and not response.truncated
-        best = self.archive.best()
         self._bump(
             tool_calls=c.tool_calls + unreadable,
             failed_tool_calls=c.failed_tool_calls + sum(1 for r in results if not r.ok and r.error_kind != "cancelled"),
             consecutive_failures=c.consecutive_failures + 1 if failed_turn else 0,
             prose_streak=c.prose_streak + 1 if prose else 0,
-            best_nmse=fitness(best) if best is not None else math.inf,
+            best_nmse=self.episode.score(),
         )
 
     def _render(self) -> None:
@@ -588,28 +569,27 @@ class Agent:
             close = getattr(awaitable, "close", None)
             if callable(close):
                 close()
-            raise _Stop("deadline", f"the run's deadline of {self.limits.deadline_s:g}s passed")
+            raise _Stop(StopReason.DEADLINE, f"the run's deadline of {self.limits.deadline_s:g}s passed")
         try:
             return await asyncio.wait_for(awaitable, timeout=remaining)
         except TimeoutError:
-            raise _Stop("deadline", f"the run's deadline of {self.limits.deadline_s:g}s passed") from None
+            raise _Stop(StopReason.DEADLINE, f"the run's deadline of {self.limits.deadline_s:g}s passed") from None
 
     def _result(self, stop: str, error: str | None) -> AgentResult:
-        best = self.archive.best()
-        submission = self.episode.submission
+        report = self.episode.report()
         c = self._counters
         return AgentResult(
-            stop_reason=stop,
-            best=BestFormula.from_candidate(best) if best is not None else None,
-            submitted=BestFormula.from_candidate(submission.candidate) if submission is not None else None,
+            stop_reason=str(stop),
+            best=report.best,
+            submitted=report.submitted,
             turns=c.turns,
             tool_calls=c.tool_calls,
             failed_tool_calls=c.failed_tool_calls,
             usage=self._usage,
-            candidates=len(self.archive),
+            candidates=report.candidates,
             error=error,
             model=str(getattr(self.model, "name", "")),
-            recording_errors=self.episode.recording_errors,
+            recording_errors=report.recording_errors,
             elapsed_s=self._elapsed(),
         )
 

@@ -7,7 +7,7 @@ presets such as ``deepseek`` or ``ollama`` are ``provider: openai`` with the end
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 import os
 import time
 from typing import Any, Callable, Mapping
@@ -15,23 +15,54 @@ from typing import Any, Callable, Mapping
 from sr_dist.models.base import ModelConfigError, ModelProtocol
 from sr_dist.models.options import as_plain_dict, opt_str
 
-__all__ = ["PROVIDERS", "build_model"]
+__all__ = ["ENTRY_POINT_GROUP", "PROVIDERS", "build_model", "register_provider"]
 
-#: The providers :func:`build_model` knows.
-PROVIDERS = ("openai", "anthropic", "replay", "evolve")
+#: Providers this layer builds itself.
+_BUILTIN = ("openai", "anthropic", "replay")
+#: The providers :func:`build_model` knows out of the box (``evolve`` comes from the SR domain
+#: through the :data:`ENTRY_POINT_GROUP` entry point).
+PROVIDERS = (*_BUILTIN, "evolve")
 
 
-def _build_evolve(cfg: dict[str, Any]) -> ModelProtocol:
+#: Where providers from other packages announce themselves: an entry point named after the
+#: provider whose object is ``build(cfg: dict) -> ModelProtocol`` (sr-dist's own ``evolve``
+#: proposer is one, from the SR domain, which this layer never imports).
+ENTRY_POINT_GROUP = "sr_dist.providers"
+
+ProviderBuilder = Callable[[dict[str, Any]], ModelProtocol]
+_REGISTERED: dict[str, ProviderBuilder] = {}
+
+
+def register_provider(name: str, build: ProviderBuilder) -> None:
+    """Make ``model.provider: <name>`` build with ``build(options)``; a built-in name is refused."""
+    if name in _BUILTIN:
+        raise ValueError(f"provider {name!r} is built in and cannot be replaced")
+    _REGISTERED[name] = build
+
+
+def _announced(provider: str) -> list[importlib.metadata.EntryPoint]:
+    return [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == provider]
+
+
+def _plugin(provider: str) -> ProviderBuilder:
+    """The builder registered, or announced as an entry point, for ``provider``."""
+    if provider in _REGISTERED:
+        return _REGISTERED[provider]
+    found = _announced(provider)
+    if not found:
+        raise ModelConfigError(
+            f"the {provider} provider is not available: no '{ENTRY_POINT_GROUP}' entry point named "
+            f"{provider!r} is installed (reinstall sr-dist, or register_provider({provider!r}, build))"
+        )
     try:
-        module = importlib.import_module("sr_dist.models.evolve")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("sr_dist.models.evolve",):
-            raise
-        raise ModelConfigError("the evolve provider is not available: module sr_dist.models.evolve is missing") from None
-    build = getattr(module, "build_evolve", None)
+        build = found[0].load()
+    except (ImportError, AttributeError) as exc:
+        raise ModelConfigError(
+            f"the {provider} provider is not available: loading {found[0].value} failed ({exc})"
+        ) from None
     if not callable(build):
-        raise ModelConfigError("the evolve provider is not available: sr_dist.models.evolve has no build_evolve(cfg)")
-    return build(cfg)
+        raise ModelConfigError(f"the {provider} provider's entry point {found[0].value!r} is not callable")
+    return build
 
 
 def _build_remote(provider: str, options: dict[str, Any], env: Callable[[str], str | None],
@@ -73,7 +104,8 @@ def build_model(
     """
     options = as_plain_dict(cfg)
     provider = options.get("provider")
-    if provider not in PROVIDERS:
+    known = provider in PROVIDERS or provider in _REGISTERED
+    if not known and not (isinstance(provider, str) and provider and _announced(provider)):
         raise ModelConfigError(f"unknown model.provider {provider!r}; known providers: {', '.join(PROVIDERS)}")
     record_path = opt_str(options, "record_path")
     env = getenv or os.environ.get
@@ -89,7 +121,7 @@ def build_model(
             raise ModelConfigError("model.record_path is the transcript being replayed; recording would erase it")
         model = replay
     else:
-        model = _build_evolve({k: v for k, v in options.items() if k != "record_path"})
+        model = _plugin(str(provider))({k: v for k, v in options.items() if k != "record_path"})
 
     if record_path:
         from sr_dist.models.replay import RecordingModel

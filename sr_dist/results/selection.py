@@ -22,7 +22,7 @@ __all__ = ["SELECTION_RULES", "select_candidate"]
 #: ``best``: lowest metric; ``parsimony``: the score rule above.
 SELECTION_RULES: tuple[str, ...] = ("best", "parsimony")
 #: Losses below this are float rounding of an exact fit and count as equal (it matches
-#: ``sr_dist.agent.state.NMSE_RESOLUTION``); the log-loss score is computed on clamped values.
+#: ``sr_dist.sr.state.NMSE_RESOLUTION``); the log-loss score is computed on clamped values.
 _LOSS_FLOOR = 1e-12
 #: The NMSE of the constant model (predicting the mean), the baseline of the simplest formula.
 _MEAN_LOSS = 1.0

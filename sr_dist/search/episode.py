@@ -15,6 +15,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from sr_dist.agent import AgentLimits
+from sr_dist.models import build_model
+from sr_dist.models.circuit import DEFAULT_FAILURES
+from sr_dist.search.resume import prior_history, resume_note
+from sr_dist.sr import build_agent as wire_agent
+from sr_dist.sr.formula_tools import FORMULA_TOOLS
+from sr_dist.tools.mcp import astart_mcp_tools
+
 __all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode"]
 
 log = logging.getLogger(__name__)
@@ -52,6 +60,8 @@ class AgentSpec:
     step_offset: int = 0
     #: A resumed agent's best earlier candidates (result rows as plain dicts), best first.
     prior: tuple[Mapping[str, Any], ...] = ()
+    #: The formula tools the model sees (``search.tools``; None: all of them).
+    tools: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +104,6 @@ NETWORK_PROVIDERS = ("openai", "anthropic")
 
 
 def _model_config(spec: AgentSpec) -> dict[str, Any]:
-    from sr_dist.models.circuit import DEFAULT_FAILURES
 
     cfg = dict(spec.model)
     if cfg.get("provider") == "evolve":
@@ -109,7 +118,6 @@ def _model_config(spec: AgentSpec) -> dict[str, Any]:
 def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
     """Give a resumed episode its earlier best: a synthetic ``evaluate_formulas`` result in
     ``tool_history`` (proposers such as ``evolve`` read it) and a note in the task message."""
-    from sr_dist.search.resume import prior_history, resume_note
 
     agent.context.tool_history.extend(prior_history(prior))
     note = resume_note(prior)
@@ -121,10 +129,6 @@ def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
 def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
                 cancel_event: threading.Event, extra_tools: Any = ()) -> Any:
     """The ``Agent`` for one episode (raises ``ModelConfigError``/``ValueError`` on bad config)."""
-    from sr_dist.agent import AgentLimits
-    from sr_dist.agent import build_agent as wire_agent
-    from sr_dist.models import build_model
-
     limits = AgentLimits(
         max_turns=spec.max_turns, max_tool_calls=spec.max_tool_calls,
         deadline_s=spec.deadline_s, failure_budget=spec.failure_budget,
@@ -133,7 +137,7 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
     agent = wire_agent(
         build_model(_model_config(spec)), dataset, evaluator, limits=limits, recorder=recorder,
         agent_id=spec.agent_id, seed=spec.seed, cancel_event=cancel_event,
-        sample_rows=SAMPLE_ROWS, extra_tools=extra_tools,
+        sample_rows=SAMPLE_ROWS, extra_tools=extra_tools, tools=spec.tools,
     )
     if spec.prior:
         _warm_start(agent, spec.prior)
@@ -148,9 +152,6 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
     try:
         extra_tools: Any = ()
         if spec.servers:
-            from sr_dist.tools.formula_tools import FORMULA_TOOLS
-            from sr_dist.tools.mcp import astart_mcp_tools
-
             toolset = await astart_mcp_tools(spec.servers)
             extra_tools = toolset.tools(reserved=FORMULA_TOOLS)
         agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools)

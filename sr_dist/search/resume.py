@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sr_dist.agent.state import record_fitness
+from sr_dist.candidate import record_fitness
 from sr_dist.search.settings import SettingsError
 
 __all__ = [

@@ -324,7 +324,7 @@ def _best_from_row(row: Mapping[str, Any] | None, dataset: Any) -> BestFormula |
         recovered = False
     elif truth:
         try:
-            from sr_dist.evolve.recovery import exact_recovery
+            from sr_dist.sr.evolve.recovery import exact_recovery
 
             finite = {k: v for k, v in constants.items() if v is not None}
             recovered = bool(exact_recovery(row["expression"], finite, truth,

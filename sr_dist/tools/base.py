@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TypeVar
 
 from jsonschema import Draft202012Validator
 
-from sr_dist.tools.execution import CallPlan, is_cancel_requested, run_async, run_sync
+from sr_dist.tools.execution import CallPlan, context_cancel_event, is_cancel_requested, run_async, run_sync
 from sr_dist.tools.formatting import format_result_dict
 from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.schema import infer_parameters, parse_docstring
@@ -191,7 +191,7 @@ class BaseTool:
     @property
     def cancel_requested(self) -> bool:
         """True once the run's ``context["cancel_event"]`` is set."""
-        return is_cancel_requested(self.context.get("cancel_event"))
+        return is_cancel_requested(context_cancel_event(self.context))
 
     @property
     def name(self) -> str:

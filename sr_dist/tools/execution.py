@@ -64,10 +64,16 @@ def is_cancel_requested(event: Any) -> bool:
     return bool(is_set()) if callable(is_set) else False
 
 
+def context_cancel_event(context: Any) -> Any:
+    """The ``cancel_event`` of a tool context: a mapping's key or a context value's attribute."""
+    if isinstance(context, Mapping):
+        return context.get("cancel_event")
+    return getattr(context, "cancel_event", None)
+
+
 def cancel_event_of(tool: Any) -> Any:
     """The ``cancel_event`` in a tool's context, if it has one."""
-    context = getattr(tool, "context", None)
-    return context.get("cancel_event") if isinstance(context, Mapping) else None
+    return context_cancel_event(getattr(tool, "context", None))
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,8 @@ class CallPlan:
     output_validator: Draft202012Validator | None = None
     signature: inspect.Signature | None = None
     formatter: Callable[[Any], str] = format_result_dict
-    context: Mapping[str, Any] = field(default_factory=dict)
+    #: The tool's context: a mapping, or a context value (``cancel_event`` is read from either).
+    context: Any = field(default_factory=dict)
     on_cancel: Callable[[], None] | None = None
 
     @property
@@ -232,7 +239,7 @@ def _cancelled(plan: CallPlan, start: float, when: str) -> ToolCallResult:
 
 def _precheck(plan: CallPlan, arguments: Mapping[str, Any], start: float) -> ToolCallResult | None:
     """Refuse before running: cancelled run, or arguments that cannot be bound."""
-    if is_cancel_requested(plan.context.get("cancel_event")):
+    if is_cancel_requested(context_cancel_event(plan.context)):
         return _cancelled(plan, start, "before it ran")
     reasons: list[str] = []
     if plan.input_validator is not None:
@@ -285,7 +292,7 @@ def _raised(plan: CallPlan, exc: Exception, start: float) -> ToolCallResult:
 
 def _finish(plan: CallPlan, value: Any, start: float) -> ToolCallResult:
     """After ``execute``: honour a cancellation, check the output schema, format the text."""
-    if is_cancel_requested(plan.context.get("cancel_event")):
+    if is_cancel_requested(context_cancel_event(plan.context)):
         return _cancelled(plan, start, "while it ran; its result was discarded")
     if plan.output_validator is not None and not (isinstance(value, Mapping) and value.get("success") is False):
         problems = output_errors(plan.output_validator, value)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from sr_dist.agent import AgentLimits, build_agent
+from sr_dist.agent import AgentLimits
+from sr_dist.sr import build_agent
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.models import ReplayModel, build_model
-from sr_dist.tools.formula_tools import ListRecorder
+from sr_dist.sr.formula_tools import ListRecorder
 from tests.support.chat_server import ScriptedChatServer, StepLike, chat_completion, error, tool_call
 
 

@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 
 from sr_dist.mcp_server import SERVED_TOOLS, json_safe, main, mcp_result, parse_options
 from sr_dist.results import read_run
-import sr_dist.tools.formula_tools  # noqa: F401 - registers the formula tools by name
+import sr_dist.sr.formula_tools  # noqa: F401 - registers the formula tools by name
 from sr_dist.tools import BaseTool, ToolCallResult
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -113,8 +113,8 @@ def test_record_path_in_an_unwritable_place_is_a_config_error(tmp_path: Path) ->
 
 
 def test_evolve_missing_module_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "sr_dist.models.evolve", None)
-    with pytest.raises(ModelConfigError, match="sr_dist.models.evolve"):
+    monkeypatch.setitem(sys.modules, "sr_dist.sr.evolve.model", None)
+    with pytest.raises(ModelConfigError, match="sr_dist.sr.evolve.model"):
         build_model({"provider": "evolve"})
 
 
@@ -137,9 +137,9 @@ def test_evolve_is_built_by_its_module_and_can_be_recorded(monkeypatch: pytest.M
         seen.append(cfg)
         return Offline()
 
-    module = types.ModuleType("sr_dist.models.evolve")
+    module = types.ModuleType("sr_dist.sr.evolve.model")
     module.build_evolve = build_evolve  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sr_dist.models.evolve", module)
+    monkeypatch.setitem(sys.modules, "sr_dist.sr.evolve.model", module)
     path = tmp_path / "evolve.jsonl"
     model = build_model(OmegaConf.create({"provider": "evolve", "batch_size": 8, "record_path": str(path)}))
     assert isinstance(model, RecordingModel) and model.name == "evolve"
@@ -153,3 +153,38 @@ def test_evolve_is_built_by_its_module_and_can_be_recorded(monkeypatch: pytest.M
 def test_interpolations_are_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = OmegaConf.create({"name": "m1", "model": {"provider": "openai", "model": "${name}", "api_key_env": None}})
     assert build_model(cfg.model).name == "openai:m1"
+
+
+def test_registered_providers_are_built_and_builtins_cannot_be_replaced() -> None:
+    from sr_dist.models import ModelResponse
+    from sr_dist.models.factory import _REGISTERED, register_provider
+
+    class Echo:
+        name = "echo"
+        tool_mode = "json"
+
+        def call(self, context: Any, tools: Any = None) -> ModelResponse:
+            return ModelResponse(text="echo")
+
+        async def acall(self, context: Any, tools: Any = None) -> ModelResponse:
+            return self.call(context, tools)
+
+    seen: list[dict[str, Any]] = []
+    register_provider("echo-test", lambda cfg: seen.append(cfg) or Echo())  # type: ignore[func-returns-value]
+    try:
+        assert build_model({"provider": "echo-test", "x": 1}).name == "echo"
+        assert seen == [{"provider": "echo-test", "x": 1}]
+    finally:
+        _REGISTERED.pop("echo-test", None)
+    with pytest.raises(ValueError, match="built in"):
+        register_provider("openai", lambda cfg: Echo())
+    with pytest.raises(ModelConfigError, match="unknown model.provider"):
+        build_model({"provider": "echo-test"})
+
+
+def test_evolve_comes_from_the_installed_entry_point() -> None:
+    import importlib.metadata
+
+    (entry,) = [ep for ep in importlib.metadata.entry_points(group="sr_dist.providers") if ep.name == "evolve"]
+    assert entry.value == "sr_dist.sr.evolve.model:build_evolve"
+    assert build_model({"provider": "evolve"}).name == "evolve"

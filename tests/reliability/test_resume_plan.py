@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.evolve.population import read_history
+from sr_dist.sr.evolve.population import read_history
 from sr_dist.results import CandidateWriter, RunRecord, utc_now, write_run
 from sr_dist.search import SettingsError
 from sr_dist.search.recording import CandidateRecorder

@@ -1,7 +1,7 @@
 """Genetic operators over formula trees: pure functions of (trees, RNG, grammar).
 
 Every operator returns a new tree or ``None`` when it cannot apply (no subtree of the right
-kind, result over the limits). Results are tidied (:func:`sr_dist.evolve.tree.tidy`) so that
+kind, result over the limits). Results are tidied (:func:`sr_dist.sr.evolve.tree.tidy`) so that
 redundant constants never reach the evaluator.
 """
 
@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from sr_dist.formula import Node
-from sr_dist.evolve.tree import (
+from sr_dist.sr.evolve.tree import (
     Path,
     binary,
     const,

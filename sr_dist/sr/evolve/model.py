@@ -25,9 +25,9 @@ import numpy as np
 
 from sr_dist.context import Context
 from sr_dist.formula import Node
-from sr_dist.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
-from sr_dist.evolve.search import Proposal, SearchConfig, propose
-from sr_dist.evolve.seeding import Sample, sample_from_info, seed_library
+from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
+from sr_dist.sr.evolve.search import Proposal, SearchConfig, propose
+from sr_dist.sr.evolve.seeding import Sample, sample_from_info, seed_library
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
 from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
 
@@ -144,7 +144,7 @@ class EvolveModel:
 
 def build_evolve(cfg: Mapping[str, Any] | Any) -> EvolveModel:
     """Build from a config mapping (or ``DictConfig``): ``batch_size``, ``seed``, ``variables``
-    and any :class:`~sr_dist.evolve.search.SearchConfig` field. The keys every model config may
+    and any :class:`~sr_dist.sr.evolve.search.SearchConfig` field. The keys every model config may
     carry (``provider``, ``record_path``, ...) are accepted and ignored; others are refused."""
     options = as_plain_dict(cfg)
     check_keys(options, _ALLOWED_KEYS, "evolve")

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from sr_dist.formula import Node
-from sr_dist.evolve.tree import binary, const, num, product, total, unary, var
+from sr_dist.sr.evolve.tree import binary, const, num, product, total, unary, var
 
 __all__ = ["Sample", "PowerLaw", "sample_from_info", "power_law", "seed_library", "sparse_sums"]
 

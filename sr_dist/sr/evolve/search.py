@@ -2,7 +2,7 @@
 
 The batch mixes (1) not-yet-tried structures from the seed library, (2) offspring of parents
 picked by tournament on ``log10(NMSE) + parsimony*complexity`` from the best of the population
-plus its Pareto front, made by the operators in :mod:`sr_dist.evolve.operators`, and (3) fresh
+plus its Pareto front, made by the operators in :mod:`sr_dist.sr.evolve.operators`, and (3) fresh
 random trees. Every proposal is new: its canonical form was never proposed before. Once a
 candidate beats the target NMSE the search spends ``polish_generations`` on simplifying the
 solutions, then submits the simplest one; it also submits its best after ``patience``
@@ -17,9 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from sr_dist.formula import Node
-from sr_dist.evolve.operators import OPERATORS, Grammar, random_tree, within_limits
-from sr_dist.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
-from sr_dist.evolve.tree import constant_prefix, render, tidy
+from sr_dist.sr.evolve.operators import OPERATORS, Grammar, random_tree, within_limits
+from sr_dist.sr.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
+from sr_dist.sr.evolve.tree import constant_prefix, render, tidy
 
 __all__ = ["SearchConfig", "Proposal", "propose", "grammar_for"]
 

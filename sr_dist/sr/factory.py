@@ -16,10 +16,12 @@ import numpy as np
 
 from sr_dist.agent.compaction import CompactionPolicy
 from sr_dist.agent.loop import Agent, AgentLimits
-from sr_dist.agent.prompt import system_prompt, task_message
 from sr_dist.context import Context
 from sr_dist.models.base import ModelProtocol
 from sr_dist.parsers import BaseParser, get_parser
+from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext
+from sr_dist.sr.formula_tools import FORMULA_TOOLS, build_formula_catalog, format_data_summary, summarize_data
+from sr_dist.sr.prompt import LOOP_MESSAGES, system_prompt, task_message
 
 __all__ = ["PARSER_FOR_TOOL_MODE", "build_agent", "parser_for", "problem_info"]
 
@@ -70,19 +72,12 @@ def build_agent(
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     extra_tools: Iterable[Any] = (),
 ) -> Agent:
-    """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.tool_context`` holds
-    the archive, the episode state and the cancel event."""
-    # Imported here: formula_tools imports sr_dist.agent.state, so a top-level import would be circular.
-    from sr_dist.tools.formula_tools import (
-        DEFAULT_MAX_EXPRESSIONS,
-        FORMULA_TOOLS,
-        build_formula_catalog,
-        format_data_summary,
-        formula_tool_context,
-        summarize_data,
-    )
+    """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.tool_context`` (also
+    ``agent.episode``) is the :class:`EpisodeContext`: archive, episode state, cancel event.
 
-    tool_context = formula_tool_context(
+    ``tools`` names the formula tools the model sees (default: all of :data:`FORMULA_TOOLS`),
+    as SRHarness exposes "only the tools enabled for the current run"."""
+    tool_context = EpisodeContext.create(
         dataset,
         evaluator,
         recorder=recorder,
@@ -108,4 +103,7 @@ def build_agent(
         messages=[{"role": "user", "content": task_message(variables=variables, target=target)}],
         info=problem_info(dataset, seed=seed, agent_id=agent_id, sample_rows=sample_rows),
     )
-    return Agent(model, parser, catalog, context, limits, tool_context=tool_context, compaction=compaction)
+    return Agent(
+        model, parser, catalog, context, limits,
+        episode=tool_context, tool_context=tool_context, compaction=compaction, messages=LOOP_MESSAGES,
+    )

@@ -1,4 +1,4 @@
-"""The per-episode candidate archive: ordering, Pareto front, thread safety (pure Python)."""
+"""The candidate value, its fitness and rank rules, the Pareto front, and the per-episode archive."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from sr_dist.agent.state import Candidate, CandidateArchive, candidate_from_fit, fitness, pareto_front
+from sr_dist.candidate import Candidate, candidate_front, fitness, pareto_front
+from sr_dist.sr.state import CandidateArchive
 from sr_dist.evaluator import FitResult
 
 
@@ -69,13 +70,13 @@ def test_one_canonical_form_keeps_its_best_fit() -> None:
 
 
 def test_candidate_from_fit_reads_mappings_and_objects() -> None:
-    as_dict = candidate_from_fit({"expression": "x", "status": "ok", "val_nmse": 0.5, "constants": {"c": 1}})
+    as_dict = Candidate.from_fit({"expression": "x", "status": "ok", "val_nmse": 0.5, "constants": {"c": 1}})
     assert as_dict.val_nmse == 0.5 and as_dict.constants == {"c": 1.0}
-    missing = candidate_from_fit({})
+    missing = Candidate.from_fit({})
     assert missing.status == "error" and fitness(missing) == math.inf
     no_val = Candidate("x", "x", "ok", train_nmse=0.25)
     assert fitness(no_val) == 0.25
-    assert pareto_front([no_val]) == (no_val,)
+    assert candidate_front([no_val]) == (no_val,)
 
 
 def test_concurrent_adds_lose_nothing() -> None:
@@ -93,3 +94,37 @@ def test_concurrent_adds_lose_nothing() -> None:
     assert len(archive) == 800 and archive.fitted == 800
     best = archive.best()
     assert best is not None and fitness(best) == pytest.approx(1 / 200)
+
+
+# The generic front: any items, given their loss and complexity.
+GENERIC_FRONT_CASES: list[dict[str, Any]] = [
+    {"id": "empty", "items": [], "front": []},
+    {"id": "one", "items": [("a", 1.0, 1)], "front": ["a"]},
+    {"id": "dominated dropped", "items": [("a", 0.5, 1), ("b", 0.6, 2), ("c", 0.1, 3)], "front": ["a", "c"]},
+    {"id": "equal loss keeps the simpler", "items": [("big", 0.1, 9), ("small", 0.1, 3)], "front": ["small"]},
+    {"id": "equal everything keeps the first", "items": [("first", 0.1, 3), ("second", 0.1, 3)], "front": ["first"]},
+    {"id": "non-finite losses take no part", "items": [("nan", math.nan, 1), ("inf", math.inf, 1), ("ok", 2.0, 5)], "front": ["ok"]},
+    {"id": "loss must strictly fall", "items": [("a", 0.2, 1), ("b", 0.2, 2), ("c", 0.19, 4)], "front": ["a", "c"]},
+]
+
+
+@pytest.mark.parametrize("case", GENERIC_FRONT_CASES, ids=[c["id"] for c in GENERIC_FRONT_CASES])
+def test_generic_pareto_front(case: dict[str, Any]) -> None:
+    front = pareto_front(case["items"], loss=lambda item: item[1], complexity=lambda item: item[2])
+    assert [item[0] for item in front] == case["front"]
+
+
+def test_generic_pareto_front_tie_key_decides_among_equals() -> None:
+    items = [("zeta", 0.1, 3), ("alpha", 0.1, 3)]
+    front = pareto_front(items, loss=lambda i: i[1], complexity=lambda i: i[2], key=lambda i: i[0])
+    assert [i[0] for i in front] == ["alpha"]
+
+
+def test_candidate_reads_results_rows_with_json_constants() -> None:
+    row = {"expression": "a*x", "status": "ok", "constants": '{"a": 2.0, "b": null}', "complexity": 3,
+           "val_nmse": 0.25, "agent_id": 4, "candidate_id": "r-4-1-0", "step": 1}
+    cand = Candidate.from_fit(row)
+    assert cand.constants == {"a": 2.0, "b": pytest.approx(math.nan, nan_ok=True)}
+    assert (cand.agent_id, cand.candidate_id, cand.step, cand.complexity) == (4, "r-4-1-0", 1, 3)
+    assert cand.with_constants().startswith("a*x  [a=2, b=nan]")
+    assert fitness(cand) == 0.25

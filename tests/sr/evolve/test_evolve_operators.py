@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sr_dist.evolve.operators import OPERATORS, Grammar, random_factor, random_tree
-from sr_dist.evolve.tree import constant_prefix, count_constants, render, size, tidy
+from sr_dist.sr.evolve.operators import OPERATORS, Grammar, random_factor, random_tree
+from sr_dist.sr.evolve.tree import constant_prefix, count_constants, render, size, tidy
 from sr_dist.formula import parse_formula
 
 VARIABLES = ("x0", "x1", "theta")

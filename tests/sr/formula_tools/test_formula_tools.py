@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sr_dist.agent.state import CandidateArchive, EpisodeState
+from sr_dist.sr.state import CandidateArchive, EpisodeState
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.tools import ToolCall
-from sr_dist.tools.formula_tools import (
+from sr_dist.sr.formula_tools import (
     FORMULA_TOOLS,
     RESULT_FIELDS,
     ListRecorder,
@@ -50,8 +50,8 @@ def test_catalog_has_the_four_tools_with_their_policies(agent_dataset: Dataset, 
 
 def test_evaluate_formulas_returns_every_status_records_and_formats(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
     catalog, ctx, recorder = make(agent_dataset, agent_evaluator)
-    ctx["episode"].begin_turn(3)
-    ctx["episode"].begin_call("call_x")
+    ctx.episode.begin_turn(3)
+    ctx.episode.begin_call("call_x")
     exprs = ["c*x0*x1", "x0 +", "a*x0 + b", "log(-x0)"]
     result = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": exprs}, id="call_x"))
 
@@ -75,7 +75,7 @@ def test_evaluate_formulas_returns_every_status_records_and_formats(agent_datase
     [batch] = recorder.batches
     assert (batch.agent_id, batch.step, batch.tool_call_id) == (7, 3, "call_x")
     assert [f.expression for f in batch.fits] == exprs
-    archive: CandidateArchive = ctx["archive"]
+    archive: CandidateArchive = ctx.archive
     best = archive.best()
     assert len(archive) == 4 and best is not None and best.expression == "c*x0*x1"
     assert best.step == 3 and best.tool_call_id == "call_x"
@@ -96,7 +96,7 @@ def test_evaluate_formulas_refuses_bad_batches_visibly(
     assert not result.ok
     assert result.meta_data["error_kind"] == "tool_error" and result.meta_data["model_visible"]
     assert needle in result.result_str
-    assert recorder.batches == [] and len(ctx["archive"]) == 0
+    assert recorder.batches == [] and len(ctx.archive) == 0
 
 
 def test_arguments_that_break_the_schema_name_the_argument(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
@@ -114,7 +114,7 @@ def test_an_evaluator_that_fails_is_a_tool_error_with_a_clear_reason(agent_datas
     result = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0"]}))
     assert not result.ok and result.meta_data["error_kind"] == "tool_error"
     assert "the evaluator could not fit the batch (ConnectionError: actor 3 died)" in result.result_str
-    assert broken.calls == 1 and recorder.batches == [] and len(ctx["archive"]) == 0
+    assert broken.calls == 1 and recorder.batches == [] and len(ctx.archive) == 0
 
 
 def test_an_async_evaluator_is_awaited(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
@@ -132,7 +132,7 @@ def test_a_recorder_that_fails_costs_no_answer(agent_dataset: Dataset, agent_eva
     catalog = build_formula_catalog(ctx)
     result = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0*x1"]}))
     assert result.ok
-    assert ctx["episode"].recording_errors == 1 and len(ctx["archive"]) == 1
+    assert ctx.episode.recording_errors == 1 and len(ctx.archive) == 1
 
 
 def test_data_summary_describes_the_training_split(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
@@ -179,7 +179,7 @@ def test_best_formulas_is_the_pareto_front(agent_dataset: Dataset, agent_evaluat
 
 def test_submit_formula_records_the_answer(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
     catalog, ctx, recorder = make(agent_dataset, agent_evaluator)
-    episode: EpisodeState = ctx["episode"]
+    episode: EpisodeState = ctx.episode
     episode.begin_turn(2)
     episode.begin_call("call_s")
     result = catalog.invoke(ToolCall("submit_formula", {"expression": "k*x0*x1", "rationale": "product law"}))
@@ -200,7 +200,7 @@ def test_submit_formula_refuses_a_formula_that_does_not_fit(
     result = catalog.invoke(ToolCall("submit_formula", {"expression": expression}))
     assert not result.ok and result.meta_data["model_visible"]
     assert f"not submitted: the formula's status is {status}" in result.result_str
-    assert ctx["episode"].submission is None
+    assert ctx.episode.submission is None
     assert len(recorder.fits) == 1  # recorded like any candidate
 
 

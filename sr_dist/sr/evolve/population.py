@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from sr_dist.agent.state import record_fitness
+from sr_dist.candidate import record_fitness
 from sr_dist.formula import Formula, FormulaError, Node, parse_formula
 
 __all__ = [

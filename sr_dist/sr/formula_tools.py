@@ -2,13 +2,10 @@
 
 The model passes only formulas and small options; the dataset, the evaluator (the in-process
 :class:`~sr_dist.evaluator.Evaluator` or an adapter around the Ray actor), the recorder, the
-episode's :class:`~sr_dist.agent.state.CandidateArchive` and its
-:class:`~sr_dist.agent.state.EpisodeState` come from the tool context, built by
-:func:`formula_tool_context`. Every candidate any tool fits is recorded (recorder and archive).
-
-Tool context keys: ``dataset``, ``evaluator`` (``fit_many(list[str]) -> list[FitResult]``, may
-return an awaitable), ``recorder`` (``record(fits, *, agent_id, step, tool_call_id)`` or
-None), ``archive``, ``episode``, ``cancel_event``, ``max_expressions_per_call``.
+episode's :class:`~sr_dist.sr.state.CandidateArchive` and its
+:class:`~sr_dist.sr.state.EpisodeState` come from the tool context, a frozen
+:class:`~sr_dist.sr.context.EpisodeContext`. Every candidate any tool fits is recorded
+(recorder and archive).
 """
 
 from __future__ import annotations
@@ -18,11 +15,14 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from sr_dist.agent.state import Candidate, CandidateArchive, EpisodeState, Submission, best_of, candidate_from_fit, fitness, rank_key
+from sr_dist.candidate import RECORD_FIELDS as RESULT_FIELDS
+from sr_dist.candidate import Candidate, as_number, best_of, fitness, rank_key
+from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
+from sr_dist.sr.state import Submission
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.execution import run_coroutine_blocking
 from sr_dist.tools.metadata import ToolMetadata
@@ -37,10 +37,12 @@ __all__ = [
     "EvaluatorFailure",
     "FitRecorder",
     "ListRecorder",
+    "RESULT_FIELDS",
     "RecordedBatch",
     "SubmitFormula",
     "build_formula_catalog",
     "fit_record",
+    "format_data_summary",
     "format_nmse",
     "formula_tool_context",
     "summarize_data",
@@ -50,18 +52,8 @@ log = logging.getLogger(__name__)
 
 #: The formula tools, in the order they are shown to the model.
 FORMULA_TOOLS: tuple[str, ...] = ("evaluate_formulas", "data_summary", "best_formulas", "submit_formula")
-#: Default cap on expressions per ``evaluate_formulas`` call (more is a model-visible error).
-DEFAULT_MAX_EXPRESSIONS = 64
 #: Longest rationale kept from ``submit_formula``.
 MAX_RATIONALE_CHARS = 2000
-#: Fields of each ``evaluate_formulas`` result (what ``evolve`` and the compactor read).
-RESULT_FIELDS = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse", "complexity", "error")
-
-
-class FitRecorder(Protocol):
-    """Where fitted candidates go for the results table (the Ray run sends them to the writer)."""
-
-    def __call__(self, fits: Sequence[Any], *, agent_id: int, step: int, tool_call_id: str | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -106,18 +98,9 @@ class EvaluatorFailure(RuntimeError):
 # --------------------------------------------------------------------------- pure helpers
 
 
-def _finite_or_none(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _sig(value: Any, digits: int) -> str:
     """``value`` with ``digits`` significant digits; ``-`` for missing, ``inf``/``nan`` spelled out."""
-    number = _finite_or_none(value)
+    number = as_number(value)
     if number is None:
         return "-"
     if math.isnan(number):
@@ -133,29 +116,8 @@ def format_nmse(value: Any) -> str:
 
 
 def fit_record(fit: Any) -> dict[str, Any]:
-    """The structured result of one fit, as ``evaluate_formulas`` returns it (:data:`RESULT_FIELDS`)."""
-    cand = candidate_from_fit(fit)
-    return {
-        "expression": cand.expression,
-        "canonical": cand.canonical,
-        "status": cand.status,
-        "constants": dict(cand.constants),
-        "train_nmse": cand.train_nmse,
-        "val_nmse": cand.val_nmse,
-        "complexity": cand.complexity,
-        "error": cand.error,
-    }
-
-
-def _candidate_brief(cand: Candidate) -> dict[str, Any]:
-    return {
-        "expression": cand.expression,
-        "canonical": cand.canonical,
-        "constants": dict(cand.constants),
-        "train_nmse": cand.train_nmse,
-        "val_nmse": cand.val_nmse,
-        "complexity": cand.complexity,
-    }
+    """The structured result of one fit, as ``evaluate_formulas`` returns it."""
+    return Candidate.from_fit(fit).record()
 
 
 def _constants_text(constants: Mapping[str, Any]) -> str:
@@ -268,21 +230,20 @@ def format_data_summary(summary: Mapping[str, Any]) -> str:
 
 
 class _FormulaTool(BaseTool):
-    """Shared access to the tool context and the one way candidates are fitted and recorded."""
+    """Shared access to the episode context and the one way candidates are fitted and recorded."""
 
-    def _need(self, key: str) -> Any:
-        value = self.context.get(key)
-        if value is None:
-            raise RuntimeError(f"the tool context has no {key!r}; build it with formula_tool_context(...)")
-        return value
+    context: EpisodeContext
 
-    @property
-    def episode(self) -> EpisodeState | None:
-        value = self.context.get("episode")
-        return value if isinstance(value, EpisodeState) else None
+    def __init__(self, context: EpisodeContext | None = None) -> None:
+        if not isinstance(context, EpisodeContext):
+            raise TypeError(
+                f"the {self.metadata.name} tool needs an EpisodeContext, got {type(context).__name__}; "
+                "build one with EpisodeContext.create(dataset, evaluator, ...)"
+            )
+        super().__init__(context)
 
     def _fit(self, expressions: list[str]) -> list[Any]:
-        evaluator = self._need("evaluator")
+        evaluator = self.context.evaluator
         try:
             fits = evaluator.fit_many(expressions)
             if inspect.isawaitable(fits):
@@ -299,22 +260,17 @@ class _FormulaTool(BaseTool):
         return fits
 
     def _record(self, fits: Sequence[Any]) -> None:
-        episode = self.episode
-        step = episode.step if episode is not None else 0
-        call_id = episode.tool_call_id if episode is not None else None
-        agent_id = episode.agent_id if episode is not None else int(self.context.get("agent_id", 0) or 0)
-        archive = self.context.get("archive")
-        if isinstance(archive, CandidateArchive):
-            archive.add(fits, step=step, tool_call_id=call_id)
-        recorder = self.context.get("recorder")
+        episode = self.context.episode
+        step, call_id, agent_id = episode.step, episode.tool_call_id, episode.agent_id
+        self.context.archive.add(fits, step=step, tool_call_id=call_id)
+        recorder = self.context.recorder
         if recorder is None:
             return
         try:
             recorder(fits, agent_id=agent_id, step=step, tool_call_id=call_id)
         except Exception:  # losing a row must not cost the model its answer; counted and logged
             log.exception("agent %s: recording %d candidates failed", agent_id, len(fits))
-            if episode is not None:
-                episode.note_recording_error()
+            episode.note_recording_error()
 
 
 @BaseTool.register("evaluate_formulas")
@@ -334,7 +290,7 @@ class EvaluateFormulas(_FormulaTool):
         Args:
             expressions: The formulas to evaluate, one per string (at most 64 per call).
         """
-        limit = int(self.context.get("max_expressions_per_call") or DEFAULT_MAX_EXPRESSIONS)
+        limit = self.context.limits.max_expressions_per_call
         if not expressions:
             return {"success": False, "reason": "expressions is empty: send at least one formula to evaluate."}
         if len(expressions) > limit:
@@ -345,8 +301,8 @@ class EvaluateFormulas(_FormulaTool):
             }
         fits = self._fit([str(e) for e in expressions])
         records = [fit_record(f) for f in fits]
-        best = best_of([candidate_from_fit(f) for f in fits])
-        return {"results": records, "best": _candidate_brief(best) if best is not None else None}
+        best = best_of([Candidate.from_fit(f) for f in fits])
+        return {"results": records, "best": best.brief() if best is not None else None}
 
     def format_result(self, result: Any) -> str:
         records = result.get("results") or []
@@ -358,8 +314,7 @@ class EvaluateFormulas(_FormulaTool):
         best = result.get("best")
         if best:
             head += f" Best here: {best['expression']} val_nmse={format_nmse(best.get('val_nmse'))}."
-        archive = self.context.get("archive")
-        overall = archive.best() if isinstance(archive, CandidateArchive) else None
+        overall = self.context.archive.best()
         if overall is not None:
             head += f" Best so far: {overall.expression} val_nmse={format_nmse(fitness(overall))}."
         return "\n".join([head, *(_result_line(i, r) for i, r in enumerate(records, 1))])
@@ -372,7 +327,7 @@ class DataSummary(_FormulaTool):
     def execute(self) -> dict[str, Any]:  # type: ignore[override]
         """Describe the training data: each variable's range, mean, spread and correlation with
         the target, the target's range, and the first few rows."""
-        return summarize_data(self._need("dataset"))
+        return summarize_data(self.context.dataset)
 
     def format_result(self, result: Any) -> str:
         return format_data_summary(result)
@@ -391,12 +346,12 @@ class BestFormulas(_FormulaTool):
         """
         if not 1 <= k <= 50:
             return {"success": False, "reason": f"k must be between 1 and 50, got {k}."}
-        archive = self._need("archive")
+        archive = self.context.archive
         front = archive.front()
         kept = sorted(front, key=rank_key)[:k]
         kept.sort(key=lambda c: (c.complexity or 0, fitness(c)))
         return {
-            "front": [_candidate_brief(c) for c in kept],
+            "front": [c.brief() for c in kept],
             "front_size": len(front),
             "evaluated": len(archive),
         }
@@ -430,17 +385,16 @@ class SubmitFormula(_FormulaTool):
             rationale: Why you believe it is the law behind the data (optional, brief).
         """
         [fit] = self._fit([str(expression)])
-        cand = candidate_from_fit(fit)
+        cand = Candidate.from_fit(fit)
         if not cand.ok:
             return {
                 "success": False,
                 "reason": f"not submitted: the formula's status is {cand.status}: "
                 f"{cand.error or 'it could not be fitted'}. Fix it and submit again.",
             }
-        episode = self.episode
-        if episode is not None:
-            recorded = candidate_from_fit(fit, step=episode.step, tool_call_id=episode.tool_call_id)
-            episode.submit(Submission(recorded, str(rationale)[:MAX_RATIONALE_CHARS]))
+        episode = self.context.episode
+        recorded = Candidate.from_fit(fit, step=episode.step, tool_call_id=episode.tool_call_id)
+        episode.submit(Submission(recorded, str(rationale)[:MAX_RATIONALE_CHARS]))
         return {
             "submitted": True,
             "expression": cand.expression,
@@ -467,34 +421,27 @@ def formula_tool_context(
     *,
     recorder: FitRecorder | Callable[..., None] | None = None,
     agent_id: int = 0,
-    archive: CandidateArchive | None = None,
-    episode: EpisodeState | None = None,
+    archive: Any = None,
+    episode: Any = None,
     cancel_event: Any = None,
     max_expressions_per_call: int = DEFAULT_MAX_EXPRESSIONS,
-) -> dict[str, Any]:
-    """The plain dict the formula tools (and the agent loop) share for one episode.
-
-    A fresh archive and episode state are made unless given. ``cancel_event`` (a
-    ``threading.Event`` by default) stops tool calls and the agent loop when set.
-    """
-    if not hasattr(evaluator, "fit_many"):
-        raise TypeError(f"evaluator must have fit_many(list[str]); got {type(evaluator).__name__}")
-    if isinstance(max_expressions_per_call, bool) or int(max_expressions_per_call) < 1:
-        raise ValueError(f"max_expressions_per_call must be a positive integer, got {max_expressions_per_call!r}")
-    return {
-        "dataset": dataset,
-        "evaluator": evaluator,
-        "recorder": recorder,
-        "agent_id": int(agent_id),
-        "archive": archive if archive is not None else CandidateArchive(),
-        "episode": episode if episode is not None else EpisodeState(agent_id),
-        "cancel_event": cancel_event if cancel_event is not None else threading.Event(),
-        "max_expressions_per_call": int(max_expressions_per_call),
-    }
+) -> EpisodeContext:
+    """The :class:`EpisodeContext` the formula tools (and the agent loop) share for one episode
+    (kept under its old name: it is :meth:`EpisodeContext.create`)."""
+    return EpisodeContext.create(
+        dataset,
+        evaluator,
+        recorder=recorder,
+        agent_id=agent_id,
+        archive=archive,
+        episode=episode,
+        cancel_event=cancel_event if cancel_event is not None else threading.Event(),
+        max_expressions_per_call=max_expressions_per_call,
+    )
 
 
 def build_formula_catalog(
-    tool_context: Mapping[str, Any],
+    tool_context: EpisodeContext,
     tools: Iterable[str] = FORMULA_TOOLS,
     *,
     extra: Iterable[Any] = (),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["FORMULA_SYNTAX", "system_prompt", "task_message", "nudge_message", "truncated_message"]
+from sr_dist.agent.messages import LoopMessages
+
+__all__ = ["FORMULA_SYNTAX", "LOOP_MESSAGES", "system_prompt", "task_message", "nudge_message", "truncated_message"]
 
 #: The formula language, as the model needs to know it.
 FORMULA_SYNTAX = (
@@ -78,3 +80,7 @@ def truncated_message() -> str:
         "Your last reply was cut off at the output token limit, so any tool call in it may be "
         "incomplete. Keep replies shorter: less reasoning and fewer formulas per call."
     )
+
+
+#: The loop's notes, worded for the formula tools.
+LOOP_MESSAGES = LoopMessages(nudge=nudge_message, truncated=truncated_message)

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from sr_dist.context import Context
-from sr_dist.evolve.population import read_history
+from sr_dist.sr.evolve.population import read_history
 from sr_dist.formula import parse_formula
 from sr_dist.models import build_model
 from sr_dist.models.base import ModelConfigError, ModelError, ModelProtocol
-from sr_dist.models.evolve import EvolveModel, build_evolve
+from sr_dist.sr.evolve.model import EvolveModel, build_evolve
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
 from .conftest import TOOLS, info_for, step
@@ -215,7 +215,8 @@ def test_build_from_config_and_through_build_model() -> None:
 
 def test_agent_loop_with_evolve_submits_a_solution(datasets, evaluators) -> None:
     """The in-process agent with the formula tools drives evolve to a submission."""
-    from sr_dist.agent import AgentLimits, build_agent
+    from sr_dist.agent import AgentLimits
+    from sr_dist.sr import build_agent
 
     agent = build_agent(EvolveModel(batch_size=16), datasets["sum"], evaluators["sum"], limits=AgentLimits(max_turns=10))
     result = agent.run()

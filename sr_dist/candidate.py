@@ -1,0 +1,261 @@
+"""The fitted candidate: one value, one fitness rule, one rank rule, one Pareto front.
+
+Every layer that holds "a formula and how well it fitted" uses :class:`Candidate`: the episode
+archive and the agent's result, the ``evolve`` proposer's reading of its history, the progress
+line, resume and model selection. The rules are plain functions so they cannot drift apart:
+
+- :func:`fitness`: validation NMSE, else train NMSE, ``inf`` when unusable;
+- :func:`rank_key`: lower fitness (to :data:`NMSE_RESOLUTION`), then simpler, then the text;
+- :func:`pareto_front`: generic over any items, given their loss and complexity.
+
+No JAX, Ray or Arrow here: the numeric core's bottom layer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+__all__ = [
+    "Candidate",
+    "NMSE_RESOLUTION",
+    "as_number",
+    "candidate_front",
+    "best_of",
+    "fitness",
+    "pareto_front",
+    "rank_key",
+    "ranked_nmse",
+    "record_fitness",
+]
+
+T = TypeVar("T")
+
+#: NMSE differences below this are rounding noise (float32 fits of an exact formula land
+#: anywhere in 1e-15..1e-12), so for ranking every NMSE under it counts as equal: among
+#: essentially perfect fits the simplest wins, not the one with the luckiest rounding.
+NMSE_RESOLUTION = 1e-12
+
+#: The fields a formula tool reports for one fit (what ``evolve`` and the compactor read).
+RECORD_FIELDS = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse", "complexity", "error")
+#: What the model is shown of a candidate in a listing (no status: only fitted ones are listed).
+BRIEF_FIELDS = ("expression", "canonical", "constants", "train_nmse", "val_nmse", "complexity")
+
+
+def as_number(value: Any) -> float | None:
+    """``value`` as a float, or None for None, booleans and anything that is not a number."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _get(source: Any, name: str) -> Any:
+    if isinstance(source, Mapping):
+        return source.get(name)
+    return getattr(source, name, None)
+
+
+def _constants(value: Any) -> dict[str, float]:
+    """Constants from a mapping or its JSON text (as the results table stores them)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    if not isinstance(value, Mapping):
+        return {}
+    out: dict[str, float] = {}
+    for name, number in value.items():
+        parsed = as_number(number)
+        out[str(name)] = math.nan if parsed is None else parsed
+    return out
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One evaluated formula: what was proposed, how it fitted, and where it came from.
+
+    ``test_nmse`` is kept for reporting and is never shown to a model. The provenance fields
+    (``step``, ``tool_call_id``, ``agent_id``, ``candidate_id``) are filled where known;
+    ``recovered`` is whether it matches the dataset's known law, where one is known and checked.
+    """
+
+    expression: str
+    canonical: str | None = None
+    status: str = "ok"
+    error: str | None = None
+    constants: Mapping[str, float] = field(default_factory=dict)
+    complexity: int | None = None
+    train_nmse: float | None = None
+    val_nmse: float | None = None
+    test_nmse: float | None = None
+    step: int = 0
+    tool_call_id: str | None = None
+    agent_id: int | None = None
+    candidate_id: str | None = None
+    recovered: bool | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def key(self) -> str:
+        """The identity used to deduplicate: the canonical form, else the text."""
+        return self.canonical or self.expression
+
+    @classmethod
+    def from_fit(cls, fit: Any, *, step: int = 0, tool_call_id: str | None = None,
+                 agent_id: int | None = None) -> "Candidate":
+        """From a ``FitResult``, a tool result record or a results-table row (any object or
+        mapping with those field names; constants may be JSON text, as Parquet stores them)."""
+        return cls(
+            expression=str(_get(fit, "expression") or ""),
+            canonical=_get(fit, "canonical"),
+            status=str(_get(fit, "status") or "error"),
+            error=_get(fit, "error"),
+            constants=_constants(_get(fit, "constants")),
+            complexity=_int_or_none(_get(fit, "complexity")),
+            train_nmse=as_number(_get(fit, "train_nmse")),
+            val_nmse=as_number(_get(fit, "val_nmse")),
+            test_nmse=as_number(_get(fit, "test_nmse")),
+            step=_int_or_none(_get(fit, "step")) or step,
+            tool_call_id=_get(fit, "tool_call_id") or tool_call_id,
+            agent_id=_int_or_none(_get(fit, "agent_id")) if _get(fit, "agent_id") is not None else agent_id,
+            candidate_id=_get(fit, "candidate_id"),
+        )
+
+    def with_recovered(self, recovered: bool | None) -> "Candidate":
+        return replace(self, recovered=recovered)
+
+    def record(self) -> dict[str, Any]:
+        """The structured result of one fit, as a formula tool returns it (:data:`RECORD_FIELDS`)."""
+        values = self.to_dict()
+        return {name: values[name] for name in RECORD_FIELDS}
+
+    def brief(self) -> dict[str, Any]:
+        """What a listing of fitted candidates shows the model (:data:`BRIEF_FIELDS`)."""
+        values = self.to_dict()
+        return {name: values[name] for name in BRIEF_FIELDS}
+
+    def with_constants(self) -> str:
+        """The expression followed by its fitted constants: ``a*x + b  [a=2, b=0.5]``."""
+        if not self.constants:
+            return self.expression
+        values = ", ".join(
+            f"{k}={'nan' if v is None or math.isnan(v) else format(v, '.6g')}" for k, v in self.constants.items()
+        )
+        return f"{self.expression}  [{values}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "expression": self.expression,
+            "canonical": self.canonical,
+            "status": self.status,
+            "error": self.error,
+            "constants": dict(self.constants),
+            "complexity": self.complexity,
+            "train_nmse": self.train_nmse,
+            "val_nmse": self.val_nmse,
+            "test_nmse": self.test_nmse,
+            "step": self.step,
+            "tool_call_id": self.tool_call_id,
+            "agent_id": self.agent_id,
+            "candidate_id": self.candidate_id,
+            "recovered": self.recovered,
+        }
+
+
+def fitness(candidate: Candidate) -> float:
+    """Validation NMSE (train NMSE when there is no validation split); ``inf`` when unusable."""
+    if not candidate.ok:
+        return math.inf
+    for value in (candidate.val_nmse, candidate.train_nmse):
+        if value is not None and not math.isnan(value):
+            return value
+    return math.inf
+
+
+def record_fitness(record: Mapping[str, Any]) -> float:
+    """:func:`fitness` of a plain result row (a tool result record, a Parquet row): validation
+    NMSE, else train NMSE; ``inf`` when neither is a finite number. Rows carry no usable status
+    in every producer, so this reads the numbers only."""
+    for key in ("val_nmse", "train_nmse"):
+        value = as_number(record.get(key))
+        if value is not None and math.isfinite(value):
+            return value
+    return math.inf
+
+
+def ranked_nmse(candidate: Candidate) -> float:
+    """:func:`fitness` clamped at :data:`NMSE_RESOLUTION`, the value orderings compare."""
+    return max(fitness(candidate), NMSE_RESOLUTION)
+
+
+def rank_key(candidate: Candidate) -> tuple[float, int, str]:
+    """Total order "better first": lower NMSE (to :data:`NMSE_RESOLUTION`), then simpler, then
+    canonical text (deterministic)."""
+    return (ranked_nmse(candidate), candidate.complexity or 0, candidate.key)
+
+
+def best_of(candidates: Iterable[Candidate]) -> Candidate | None:
+    """The best of ``candidates`` by :func:`rank_key`, or None when none was fitted."""
+    usable = [c for c in candidates if math.isfinite(fitness(c))]
+    return min(usable, key=rank_key) if usable else None
+
+
+def pareto_front(
+    items: Iterable[T],
+    *,
+    loss: Callable[[T], float],
+    complexity: Callable[[T], int],
+    key: Callable[[T], Any] | None = None,
+) -> list[T]:
+    """The items no other item beats on both complexity and loss, simplest first.
+
+    Items with a non-finite loss take no part. Of items with equal complexity and loss the one
+    that comes first by ``key`` (default: input order) is kept; along the front the loss
+    strictly falls. Callers choose the loss: :func:`ranked_nmse` for candidates (so essentially
+    exact fits tie and the simplest wins), a raw metric elsewhere.
+    """
+    indexed = [(i, item, float(loss(item))) for i, item in enumerate(items)]
+    usable = [(i, item, value) for i, item, value in indexed if math.isfinite(value)]
+    order: Callable[[tuple[int, T, float]], Any]
+    if key is None:
+        order = lambda entry: (complexity(entry[1]), entry[2], entry[0])  # noqa: E731
+    else:
+        tie = key
+        order = lambda entry: (complexity(entry[1]), entry[2], tie(entry[1]), entry[0])  # noqa: E731
+    front: list[T] = []
+    best = math.inf
+    for _, item, value in sorted(usable, key=order):
+        if value < best:
+            front.append(item)
+            best = value
+    return front
+
+
+def candidate_front(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
+    """:func:`pareto_front` of fitted candidates by :func:`ranked_nmse`, one per canonical form."""
+    seen: set[str] = set()
+    distinct: list[Candidate] = []
+    for cand in sorted(candidates, key=rank_key):
+        if cand.key not in seen:
+            seen.add(cand.key)
+            distinct.append(cand)
+    return tuple(pareto_front(distinct, loss=ranked_nmse, complexity=lambda c: c.complexity or 0, key=lambda c: c.key))
