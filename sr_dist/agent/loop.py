@@ -71,6 +71,16 @@ class StopReason(StrEnum):
     ABORTED = "aborted"
     INTERNAL_ERROR = "internal_error"
 
+    @classmethod
+    def of(cls, reason: str) -> "StopReason | None":
+        """The member a stop reason belongs to (``model_error:<kind>`` is ``MODEL_ERROR``), or
+        None for a reason the loop does not give (the driver's ``lost``, ``killed``, ...)."""
+        head = str(reason).split(":", 1)[0]
+        try:
+            return cls(head)
+        except ValueError:
+            return None
+
 
 def model_error_reason(kind: str) -> str:
     """The stop reason of a run ended by a ``ModelError`` of ``kind``: ``model_error:<kind>``."""

@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from sr_dist.candidate import NMSE_RESOLUTION
+from sr_dist.candidate import pareto_front as front_of
 from sr_dist.results.layout import (
     CANDIDATES_DIR,
     RUNS_DIR,
@@ -188,16 +190,13 @@ def pareto_front(
     table = table.take(pc.sort_indices(table, sort_keys=keys))
     complexities = table["complexity"].to_pylist()
     scores = table[metric].to_pylist()
-    keep: list[int] = []
-    best = float("inf")
-    last_complexity: int | None = None
-    for i, (complexity, score) in enumerate(zip(complexities, scores)):
-        if complexity == last_complexity:
-            continue  # the first row of each complexity is its best
-        last_complexity = complexity
-        if score < best:
-            keep.append(i)
-            best = score
+    # Rows are sorted best-first within a complexity, so input order breaks ties; NMSEs under
+    # the resolution are rounding noise and tie (the simplest exact fit wins), as everywhere.
+    keep = front_of(
+        range(table.num_rows),
+        loss=lambda i: max(float(scores[i]), NMSE_RESOLUTION),
+        complexity=lambda i: int(complexities[i]),
+    )
     return table.take(pa.array(keep, type=pa.int64()))
 
 

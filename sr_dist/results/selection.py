@@ -15,15 +15,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sr_dist.candidate import NMSE_RESOLUTION
 from sr_dist.results.query import pareto_front
 
 __all__ = ["SELECTION_RULES", "select_candidate"]
 
 #: ``best``: lowest metric; ``parsimony``: the score rule above.
 SELECTION_RULES: tuple[str, ...] = ("best", "parsimony")
-#: Losses below this are float rounding of an exact fit and count as equal (it matches
-#: ``sr_dist.sr.state.NMSE_RESOLUTION``); the log-loss score is computed on clamped values.
-_LOSS_FLOOR = 1e-12
+#: Losses below this are float rounding of an exact fit and count as equal (the candidate
+#: module's resolution); the log-loss score is computed on clamped values.
+_LOSS_FLOOR = NMSE_RESOLUTION
 #: The NMSE of the constant model (predicting the mean), the baseline of the simplest formula.
 _MEAN_LOSS = 1.0
 

@@ -17,8 +17,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from sr_dist.candidate import Candidate, fitness, rank_key
+
 __all__ = [
-    "BestCandidate",
     "ProgressReporter",
     "ProgressSnapshot",
     "RunTally",
@@ -30,36 +31,12 @@ __all__ = [
 
 
 @dataclasses.dataclass(frozen=True)
-class BestCandidate:
-    """The best ``ok`` candidate so far (lowest validation NMSE, then lowest complexity)."""
-
-    candidate_id: str
-    agent_id: int
-    expression: str
-    constants: str | None
-    complexity: int | None
-    val_nmse: float
-    test_nmse: float | None
-
-
-@dataclasses.dataclass(frozen=True)
 class TallySnapshot:
     candidates: int
     by_agent: dict[int, int]
     by_status: dict[str, int]
-    best: BestCandidate | None
-
-
-def _better(row: Mapping[str, Any], best: BestCandidate | None) -> bool:
-    val = row.get("val_nmse")
-    if row.get("status") != "ok" or val is None or not math.isfinite(float(val)):
-        return False
-    if best is None:
-        return True
-    complexity = row.get("complexity")
-    key = (float(val), complexity if complexity is not None else math.inf)
-    best_key = (best.val_nmse, best.complexity if best.complexity is not None else math.inf)
-    return key < best_key
+    #: The best ``ok`` candidate so far, by :func:`sr_dist.candidate.rank_key`.
+    best: Candidate | None
 
 
 class RunTally:
@@ -69,7 +46,7 @@ class RunTally:
         self._count = 0
         self._by_agent: Counter[int] = Counter()
         self._by_status: Counter[str] = Counter()
-        self._best: BestCandidate | None = None
+        self._best: Candidate | None = None
         self._seen: set[str] = set()
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -82,16 +59,9 @@ class RunTally:
             self._count += 1
             self._by_agent[int(row.get("agent_id", -1))] += 1
             self._by_status[str(row.get("status"))] += 1
-            if _better(row, self._best):
-                self._best = BestCandidate(
-                    candidate_id=str(row.get("candidate_id")),
-                    agent_id=int(row.get("agent_id", -1)),
-                    expression=str(row.get("expression")),
-                    constants=row.get("constants"),
-                    complexity=row.get("complexity"),
-                    val_nmse=float(row["val_nmse"]),
-                    test_nmse=row.get("test_nmse"),
-                )
+            cand = Candidate.from_fit(row)
+            if math.isfinite(fitness(cand)) and (self._best is None or rank_key(cand) < rank_key(self._best)):
+                self._best = cand
 
     def snapshot(self) -> TallySnapshot:
         return TallySnapshot(

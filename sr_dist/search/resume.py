@@ -23,14 +23,22 @@ budget. ``ray``, ``results`` and ``run`` always come from the command line.
 from __future__ import annotations
 
 import dataclasses
+import os
 import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow.dataset as ds
+from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
 from sr_dist.candidate import record_fitness
-from sr_dist.search.settings import SettingsError
+from sr_dist.results import RunRecord, agent_progress, open_results, read_run
+from sr_dist.search.settings import Settings, SettingsError, settings_from_config
+from sr_dist.tools.types import ToolCall, ToolCallResult
 
 __all__ = [
     "CURRENT_ONLY",
@@ -39,7 +47,9 @@ __all__ = [
     "load_resume",
     "merge_resumed_config",
     "prior_history",
+    "resolve_settings",
     "resume_note",
+    "resumed_record",
     "session_seed",
 ]
 
@@ -120,10 +130,6 @@ def merge_resumed_config(stored: Mapping[str, Any], current: Mapping[str, Any],
 
 def default_config() -> dict[str, Any]:
     """sr-dist's default configuration (``conf/config.yaml`` with no overrides), resolved."""
-    from hydra import compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
     if GlobalHydra.instance().is_initialized():  # inside the sr-dist app: Hydra is set up
         cfg = compose("config")
     else:
@@ -157,10 +163,6 @@ def load_resume(path: Path, run_id: str, dataset_name: str, *,
                 prior_per_agent: int = PRIOR_PER_AGENT, warm_limit: int = WARM_LIMIT) -> ResumeState:
     """Read what ``run_id`` left under ``path``; :class:`SettingsError` (key ``run.resume``)
     when there is no such run or it searched another dataset."""
-    import pyarrow.dataset as ds
-
-    from sr_dist.results import agent_progress, open_results, read_run
-
     record = read_run(path, run_id)
     if record is None:
         raise SettingsError("run.resume", f"names no run under {path}: there is no runs row for "
@@ -206,8 +208,6 @@ def prior_history(rows: Sequence[Mapping[str, Any]]) -> list[tuple[Any, Any]]:
     episode's ``tool_history`` starts with so proposers that read it start warm."""
     if not rows:
         return []
-    from sr_dist.tools.types import ToolCall, ToolCallResult
-
     records = [_record(r) for r in rows]
     call = ToolCall(name="evaluate_formulas",
                     arguments={"expressions": [r["expression"] for r in records]},
@@ -238,3 +238,39 @@ def session_seed(base_seed: int, step_offset: int) -> int:
     if step_offset <= 0:
         return int(base_seed)
     return (int(base_seed) * 1_000_003 + int(step_offset) * 7919) & 0x7FFFFFFF
+
+
+# --- the settings and runs row of a resumed session ---------------------------------------------
+
+def _yaml_mapping(text: str) -> dict[str, Any]:
+    container = OmegaConf.to_container(OmegaConf.create(text), resolve=False)
+    return {str(k): v for k, v in container.items()} if isinstance(container, dict) else {}
+
+
+def resolve_settings(cfg: Any, base_dir: str | os.PathLike[str] | None = None) -> Settings:
+    """``cfg`` validated; for ``run.resume=ID``, the stored config of run ``ID`` with what this
+    command line changed from the defaults laid over it (see :mod:`sr_dist.search.resume`)."""
+    settings = cfg if isinstance(cfg, Settings) else settings_from_config(cfg, base_dir)
+    if settings.resume is None or isinstance(cfg, Settings):
+        return settings
+    path = settings.results.path
+    record = read_run(path, settings.resume) if path.is_dir() else None
+    if record is None:
+        raise SettingsError("run.resume", f"names no run under {path}: there is no runs row for "
+                            f"{settings.resume!r} (sr-dist-query {path} lists the runs)")
+    if not record.config:
+        return settings
+    try:
+        stored = _yaml_mapping(record.config)
+    except Exception as exc:  # noqa: BLE001 - a runs row written by something else
+        raise SettingsError("run.resume", f"run {settings.resume!r} has a config that cannot be "
+                            f"read: {exc}") from exc
+    merged = merge_resumed_config(stored, _yaml_mapping(settings.config_yaml), default_config())
+    return settings_from_config(merged, base_dir)
+
+
+def resumed_record(old: RunRecord, model_label: str, settings: Settings) -> RunRecord:
+    """The runs row of a resumed session: the old one, running again, with this config."""
+    return dataclasses.replace(
+        old, status="running", stop_reason=None, error=None, ended_at=None, updated_at=None,
+        model=model_label, agents=settings.search.agents, config=settings.config_yaml)

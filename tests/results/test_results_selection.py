@@ -19,8 +19,9 @@ from sr_dist.results import (
 CASES: list[tuple[str, list[tuple[int, float]], float, int, int]] = [
     ("noisy data: the law at the floor beats longer overfits",
      [(3, 1e-2), (7, 1.00e-4), (15, 9.6e-5), (25, 9.4e-5)], 1.5, 25, 7),
+    # Both rules rank NMSEs to sr_dist.candidate.NMSE_RESOLUTION: of exact fits, the simplest.
     ("clean data: rounding-level gains do not count",
-     [(3, 1e-2), (9, 1e-14), (15, 1e-15), (30, 1e-16)], 1.5, 30, 9),
+     [(3, 1e-2), (9, 1e-14), (15, 1e-15), (30, 1e-16)], 1.5, 9, 9),
     ("one formula", [(5, 0.3)], 1.5, 5, 5),
     ("a steep but too lossy step is not eligible",
      [(3, 1e-1), (5, 1e-3), (20, 1e-4)], 1.5, 20, 20),

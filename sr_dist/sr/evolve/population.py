@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from sr_dist.candidate import pareto_front as front_of
 from sr_dist.candidate import record_fitness
 from sr_dist.formula import Formula, FormulaError, Node, parse_formula
 
@@ -167,12 +168,9 @@ def score(ind: Individual, parsimony: float) -> float:
 
 
 def pareto_front(individuals: Sequence[Individual]) -> list[Individual]:
-    """The candidates no other candidate beats on both NMSE and complexity."""
-    front: list[Individual] = []
-    for ind in sorted(individuals, key=lambda i: (i.complexity, i.nmse, i.canonical)):
-        if not front or ind.nmse < front[-1].nmse:
-            front.append(ind)
-    return front
+    """The candidates no other candidate beats on both NMSE and complexity (raw NMSE: the
+    search keeps the more exact of two near-exact fits as breeding stock)."""
+    return front_of(individuals, loss=lambda i: i.nmse, complexity=lambda i: i.complexity, key=lambda i: i.canonical)
 
 
 def tournament(pool: Sequence[Individual], rng: np.random.Generator, size: int, parsimony: float) -> Individual:

@@ -1,0 +1,66 @@
+"""The run's pure decisions: its id, when to stop, and what its status is.
+
+No Ray, no clock: the driver feeds them what it polled, tests call them directly.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from sr_dist.agent import StopReason
+from sr_dist.search.settings import SearchSettings
+
+__all__ = ["FAILURE_REASONS", "decide_stop", "final_status", "is_failure_reason", "new_run_id"]
+
+#: Agent stop reasons that mean the agent could not go on (not a budget or a finished search).
+FAILURE_REASONS = ("error", StopReason.INTERNAL_ERROR.value, "lost")
+
+
+def new_run_id(now: datetime | None = None, token: str | None = None) -> str:
+    """``YYYYmmdd-HHMMSS-xxxxxx`` in UTC: sortable by start time, unique by the random tail."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now.astimezone(timezone.utc):%Y%m%d-%H%M%S}-{token or secrets.token_hex(3)}"
+
+
+def is_failure_reason(reason: str) -> bool:
+    """An agent stop reason that means it could not go on (its model or episode broke)."""
+    return reason in FAILURE_REASONS or StopReason.of(reason) is StopReason.MODEL_ERROR
+
+
+def decide_stop(
+    budget: SearchSettings,
+    *,
+    elapsed_s: float,
+    candidates: int,
+    best_val_nmse: float | None,
+    agents_running: int,
+    agent_reasons: Sequence[str] = (),
+) -> str | None:
+    """Why the run should stop now, or ``None`` to keep going (first match wins)."""
+    if (budget.target_nmse is not None and best_val_nmse is not None
+            and best_val_nmse <= budget.target_nmse):
+        return "target_nmse"
+    if candidates >= budget.max_candidates:
+        return "max_candidates"
+    if agents_running == 0:
+        reasons = set(agent_reasons)
+        if reasons and all(is_failure_reason(r) for r in reasons):
+            return "agents_failed"
+        if len(reasons) == 1:
+            (only,) = reasons
+            return only
+        return "agents_done"
+    if elapsed_s >= budget.max_seconds:
+        return "max_seconds"
+    return None
+
+
+def final_status(stop_reason: str, *, signal_number: int | None, error: str | None) -> str:
+    """The ``runs.status`` for how a run ended."""
+    if signal_number is not None:
+        return "interrupted"
+    if error is not None or stop_reason == "agents_failed":
+        return "failed"
+    return "completed"

@@ -1,0 +1,76 @@
+"""Ray start-up for a run: the auth environment, connecting or starting a cluster, actor names.
+
+sr-dist always sets ``RAY_AUTH_MODE`` itself (``ray.auth_mode``) instead of leaving Ray's
+default to chance; Ray is imported only when a run connects.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from sr_dist.search.errors import SearchError
+from sr_dist.search.settings import Settings
+
+__all__ = ["agent_actor_name", "cpu_env", "evaluator_actor_name", "init_ray", "set_auth_mode"]
+
+log = logging.getLogger(__name__)
+
+
+def set_auth_mode(mode: str) -> None:
+    """Export ``RAY_AUTH_MODE``. Ray 2.52+ turns token auth on for a new local cluster when it
+    is unset (and warns); sr-dist always decides explicitly (``ray.auth_mode``).
+
+    Ray reads the variable into its native config when it is first imported; if Ray is already
+    imported (a sweep's second run, an embedding program), the config is re-read, as Ray itself
+    does when it enables token auth.
+    """
+    previous = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = mode
+    if previous == mode or "ray" not in sys.modules:
+        return
+    try:
+        from ray._raylet import Config  # type: ignore[attr-defined]
+
+        Config.initialize("")
+    except (ImportError, AttributeError):  # pragma: no cover - a Ray without the hook
+        log.warning("could not refresh Ray's config; RAY_AUTH_MODE=%s applies to new processes",
+                    mode)
+
+
+def init_ray(settings: Settings) -> bool:
+    """Connect to Ray; returns whether this call started (and so must shut down) a cluster."""
+    set_auth_mode(settings.ray.auth_mode)
+    import ray  # here: importing Ray is slow and needs RAY_AUTH_MODE set first
+
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
+    if settings.ray.address is None:
+        kwargs.update(address="local", include_dashboard=settings.ray.include_dashboard)
+        if settings.ray.num_cpus is not None:
+            kwargs["num_cpus"] = settings.ray.num_cpus
+    else:
+        kwargs["address"] = settings.ray.address
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - a clear message instead of a Ray traceback
+        where = settings.ray.address or "a new local cluster"
+        raise SearchError(f"could not start Ray ({where}): {type(exc).__name__}: {exc}") from exc
+    return True
+
+
+def agent_actor_name(run_id: str, agent_id: int) -> str:
+    """The Ray name of an agent actor (``ray list actors`` shows it; tests look it up)."""
+    return f"sr-dist:{run_id}:agent-{agent_id}"
+
+
+def evaluator_actor_name(run_id: str) -> str:
+    """The Ray name of a run's evaluator actor (fault-injection tests look it up)."""
+    return f"sr-dist:{run_id}:evaluator"
+
+
+def cpu_env() -> dict[str, Any]:
+    return {"env_vars": {"JAX_PLATFORMS": "cpu"}}

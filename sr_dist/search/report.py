@@ -1,0 +1,129 @@
+"""What a run prints at its end: tallies, agents, the Pareto front, the best formula.
+
+Pure formatting over the run's summary and rows; the only reads are the Pareto front (through
+the function passed in) and the ground-truth check of the best formula.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import pyarrow as pa
+
+from sr_dist.agent import StopReason
+from sr_dist.candidate import Candidate
+from sr_dist.results import constants_json, select_candidate
+from sr_dist.search.progress import format_constants, format_pareto
+from sr_dist.sr.evolve.recovery import exact_recovery
+
+__all__ = ["RECOVERY_NMSE", "best_candidate", "parsimony_lines", "print_report"]
+
+log = logging.getLogger(__name__)
+
+#: Validation NMSE at or below which the best formula is checked against the ground truth.
+RECOVERY_NMSE = 1e-8
+
+
+def best_candidate(row: Mapping[str, Any] | None, dataset: Any) -> Candidate | None:
+    """The run's best candidate from its best results row, with ``recovered`` checked against
+    the dataset's ground truth (when it has one and the fit is essentially exact)."""
+    if row is None:
+        return None
+    cand = Candidate.from_fit(row)
+    recovered: bool | None = None
+    truth = getattr(dataset, "ground_truth", None)
+    val = cand.val_nmse
+    # The symbolic check (sympy) is only worth running, and only reliably quick, for a
+    # candidate that fits essentially exactly; anything else is not a recovery anyway.
+    if truth and (val is None or val > RECOVERY_NMSE):
+        recovered = False
+    elif truth:
+        try:
+            finite = {k: v for k, v in cand.constants.items() if not math.isnan(v)}
+            recovered = bool(exact_recovery(cand.expression, finite, truth, list(dataset.feature_names)))
+        except Exception:  # noqa: BLE001 - a check for the report, never a reason to fail
+            log.debug("recovery check failed", exc_info=True)
+    return cand.with_recovered(recovered)
+
+
+def parsimony_lines(front: list[dict[str, Any]], best: Candidate | None) -> list[str]:
+    """The ``parsimony`` pick when it is not the lowest-NMSE formula (on noisy data it is
+    usually the law, and the best is a longer formula fitting the noise)."""
+    if not front or best is None:
+        return []
+    try:
+        pick = select_candidate(pa.Table.from_pylist(front), rule="parsimony")
+    except (ValueError, TypeError, KeyError, pa.ArrowException):
+        return []
+    if pick is None or pick.get("candidate_id") == best.candidate_id:
+        return []
+    val = pick.get("val_nmse")
+    shown = "-" if val is None else f"{val:.4g}"
+    lines = ["", f"parsimony pick: {pick.get('expression')}  (val NMSE {shown}, complexity "
+                 f"{pick.get('complexity')}; the simplest formula at the best formula's error "
+                 "level, `sr-dist-query --score --select parsimony`)"]
+    if pick.get("constants"):
+        lines.append(f"   constants: {format_constants(pick['constants'])}")
+    return lines
+
+
+def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any) -> None:
+    """The end-of-run report: tallies, agents, the Pareto front, the best formula, the query."""
+    lines = ["", f"sr-dist: run {summary.run_id} {summary.status} ({summary.stop_reason}) after "
+             f"{summary.wall_s:.1f} s: {summary.candidates:,} candidates"]
+    if summary.resumed:
+        lines.append(f"resumed: {summary.candidates_before:,} candidates came from earlier "
+                     f"sessions, {summary.candidates - summary.candidates_before:,} from this one")
+    model_errors = [a for a in summary.agents if StopReason.of(a.stop_reason) is StopReason.MODEL_ERROR]
+    if summary.stop_reason == "agents_failed" and model_errors:
+        first = model_errors[0]
+        lines.append(f"every agent lost its model ({len(model_errors)} of {len(summary.agents)} "
+                     f"stopped on a model error); first: {first.stop_reason}: {first.error}")
+    ev = summary.evaluator
+    if ev:
+        batching = ev.get("batching", {})
+        lines.append(
+            f"evaluator: {ev.get('search_fits', 0):,} fits, {ev.get('cache_hits', 0):,} cache hits, "
+            f"{batching.get('batches', 0):,} batches (mean {batching.get('mean_batch_size', 0.0):.1f} "
+            f"formulas, {batching.get('mixed_agent_batches', 0):,} mixing agents)"
+        )
+    for outcome in summary.agents:
+        best = "" if outcome.best_val_nmse is None else f", best val NMSE {outcome.best_val_nmse:.3g}"
+        extra = f": {outcome.error}" if outcome.error else ""
+        lines.append(f"agent {outcome.agent_id}: {outcome.stop_reason} after {outcome.turns} turns, "
+                     f"{outcome.candidates} candidates{best}{extra}")
+    if summary.lost_agents:
+        lines.append(f"lost agents: {', '.join(map(str, summary.lost_agents))}")
+    restarts = int(ev.get("restarts", 0) or 0) if ev else 0
+    if restarts:
+        lines.append(f"evaluator restarts: {restarts} (in-flight fits were resent)")
+    if front_fn is not None:
+        try:
+            rows = front_fn(summary.results_path, run_id=summary.run_id).to_pylist()
+        except Exception as exc:  # noqa: BLE001
+            rows = []
+            lines.append(f"(could not read the Pareto front: {exc})")
+        lines += ["", "Pareto front (complexity vs validation NMSE):", format_pareto(rows)]
+        lines += parsimony_lines(rows, summary.best)
+    lines.append("")
+    top = summary.best
+    if top is None:
+        lines.append("best formula: none (no candidate was fitted successfully)")
+    else:
+        lines.append(f"best formula: {top.expression}")
+        if top.constants:
+            lines.append(f"   constants: {format_constants(constants_json(top.constants))}")
+        val = "-" if top.val_nmse is None else f"{top.val_nmse:.4g}"
+        test = "-" if top.test_nmse is None else f"{top.test_nmse:.4g}"
+        lines.append(f"   val NMSE {val}, test NMSE {test}, complexity {top.complexity}")
+        truth = getattr(dataset, "ground_truth", None)
+        if truth:
+            verdict = ("not checked" if top.recovered is None
+                       else "recovered" if top.recovered else "not recovered")
+            lines.append(f"   ground truth: {truth} ({verdict})")
+    lines += ["", f"results: {summary.results_path}", f"query:   {summary.query_command}", ""]
+    out.write("\n".join(lines))
+    out.flush()

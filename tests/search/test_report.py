@@ -1,0 +1,45 @@
+"""The run report names the parsimony pick when it differs from the lowest-NMSE formula."""
+
+from __future__ import annotations
+
+from sr_dist.candidate import Candidate
+from sr_dist.search.report import best_candidate, parsimony_lines
+
+
+def _row(cid: str, expression: str, complexity: int, val: float) -> dict[str, object]:
+    return {"candidate_id": cid, "expression": expression, "complexity": complexity,
+            "val_nmse": val, "status": "ok", "constants": '{"c0": 0.5}'}
+
+
+FRONT = [_row("r:0:0:0", "c0", 1, 1.0), _row("r:0:1:0", "c0*x**2", 5, 1.0e-4),
+         _row("r:0:2:0", "c0*x**2 + c1*sin(c2*x)", 12, 9.5e-5)]
+
+
+def _best(row: dict[str, object]) -> Candidate:
+    return Candidate.from_fit(row)
+
+
+def test_the_report_names_a_different_parsimony_pick() -> None:
+    lines = parsimony_lines(FRONT, _best(FRONT[-1]))
+    text = "\n".join(lines)
+    assert "parsimony pick: c0*x**2  (val NMSE 0.0001, complexity 5" in text
+    assert "c0=0.5" in text
+
+
+def test_nothing_is_added_when_the_pick_is_the_best_or_there_is_no_front() -> None:
+    assert parsimony_lines(FRONT[:2], _best(FRONT[1])) == []
+    assert parsimony_lines([], None) == []
+
+
+class _Problem:
+    feature_names = ("x",)
+    ground_truth = "0.5*x**2"
+
+
+def test_the_best_candidate_is_checked_against_the_ground_truth_only_when_nearly_exact() -> None:
+    exact = {**_row("r:0:1:0", "c0*x**2", 5, 1e-14), "constants": '{"c0": 0.5}'}
+    wrong = {**_row("r:0:1:1", "c0*x**3", 5, 1e-14), "constants": '{"c0": 0.5}'}
+    assert best_candidate(exact, _Problem()).recovered is True  # type: ignore[union-attr]
+    assert best_candidate(wrong, _Problem()).recovered is False  # type: ignore[union-attr]
+    assert best_candidate(FRONT[1], _Problem()).recovered is False  # type: ignore[union-attr]
+    assert best_candidate(None, _Problem()) is None
