@@ -17,6 +17,8 @@ __all__ = ["Token", "lex"]
 
 _NUM_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: ASCII only: ``str.isdigit`` also accepts digits such as "²" that no number literal may hold.
+_DIGITS = frozenset("0123456789")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +68,7 @@ def lex(text: str) -> Iterator[Token]:
                 "use ASCII names and operators",
                 i, text,
             )
-        if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):
+        if ch in _DIGITS or (ch == "." and i + 1 < n and text[i + 1] in _DIGITS):
             match = _NUM_RE.match(text, i)
             assert match is not None
             literal = match.group()
