@@ -1,0 +1,68 @@
+"""Restricted formula language: parse model-written formulas safely, canonicalise, evaluate.
+
+Formulas arrive as untrusted text from language models. This package never hands that text to
+``eval``, ``exec``, Python's ``ast`` or ``sympify``: a hand-written lexer and a depth-bounded
+recursive-descent parser build a small AST (:class:`Node`), and everything else (canonical key,
+sympy form, LaTeX, numpy evaluation) walks that AST iteratively.
+
+``sr_dist.formula`` is the public surface; the modules are split by job and may change:
+
+- :mod:`.nodes`: the AST, its op tables, the language's names and limits;
+  :mod:`.errors`: :class:`FormulaError`; :mod:`.tree`: folds and walks without recursion limits.
+- :mod:`.lexer` and :mod:`.parser`: text -> tokens -> AST.
+- :mod:`.canonical`: the canonical form and cache key; :mod:`.render`: text, sympy, LaTeX.
+- :mod:`.core`: :class:`Formula` and :func:`parse_formula`; :mod:`.numeric`: numpy evaluation.
+"""
+
+from __future__ import annotations
+
+from .canonical import Canonical, canonicalize
+from .core import Formula, parse_formula
+from .errors import FormulaError
+from .nodes import (
+    BINARY_OPS,
+    FUNCTION_ALIASES,
+    FUNCTION_NAMES,
+    LEAF_OPS,
+    MAX_DEPTH,
+    MAX_LENGTH,
+    MAX_NODES,
+    NAMED_NUMBERS,
+    UNARY_OPS,
+    Node,
+    is_identifier,
+)
+from .numeric import evaluate_numpy
+from .render import format_number, render, to_sympy
+from .tree import fold_tree, iter_nodes
+
+# These three keep the path they had when this package was one module: tracebacks print
+# ``sr_dist.formula.FormulaError``, and pickles name ``sr_dist.formula.Formula``, as before.
+Formula.__module__ = __name__
+FormulaError.__module__ = __name__
+parse_formula.__module__ = __name__
+
+__all__ = [
+    "BINARY_OPS",
+    "FUNCTION_ALIASES",
+    "FUNCTION_NAMES",
+    "LEAF_OPS",
+    "MAX_DEPTH",
+    "MAX_LENGTH",
+    "MAX_NODES",
+    "NAMED_NUMBERS",
+    "UNARY_OPS",
+    "Canonical",
+    "Formula",
+    "FormulaError",
+    "Node",
+    "canonicalize",
+    "evaluate_numpy",
+    "fold_tree",
+    "format_number",
+    "is_identifier",
+    "iter_nodes",
+    "parse_formula",
+    "render",
+    "to_sympy",
+]
