@@ -36,12 +36,6 @@ from .numeric import evaluate_numpy
 from .render import format_number, render, to_sympy
 from .tree import fold_tree, iter_nodes
 
-# These three keep the path they had when this package was one module: tracebacks print
-# ``sr_dist.formula.FormulaError``, and pickles name ``sr_dist.formula.Formula``, as before.
-Formula.__module__ = __name__
-FormulaError.__module__ = __name__
-parse_formula.__module__ = __name__
-
 __all__ = [
     "BINARY_OPS",
     "FUNCTION_ALIASES",
