@@ -9,12 +9,13 @@ tool instances; ``registry.open_catalog()`` is the immutable view an agent run u
 
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import format_result_dict, strip_ansi, truncate
+from sr_dist.tools.formula_helpers import ParsedFormula
 from sr_dist.tools.function import BuiltinTool, FunctionTool, function_tool
 from sr_dist.tools.metadata import Tool, ToolMetadata
 from sr_dist.tools.outcomes import is_implementation_failure
 from sr_dist.tools.registry import BoundCall, ToolCatalog, ToolRegistry
 from sr_dist.tools.resilience import CircuitBreakingTool, RetryingTool
-from sr_dist.tools.types import ERROR_KINDS, ToolCall, ToolCallResult, ToolError, ToolRunAbort, ToolSpec
+from sr_dist.tools.types import ERROR_KINDS, ErrorKind, ToolCall, ToolCallResult, ToolError, ToolRunAbort, ToolSpec
 
 __all__ = [
     "BaseTool",
@@ -35,6 +36,8 @@ __all__ = [
     "BoundCall",
     "FunctionTool",
     "ERROR_KINDS",
+    "ErrorKind",
+    "ParsedFormula",
     "format_result_dict",
     "strip_ansi",
     "truncate",

@@ -22,12 +22,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # jsonschema ships no type stubs
 
+from sr_dist.tools.contexts import context_value
 from sr_dist.tools.formatting import format_result_dict
 from sr_dist.tools.metadata import Tool, ToolMetadata
 from sr_dist.tools.outcomes import exception_reason, failure_result, value_result
-from sr_dist.tools.types import ToolCallResult, ToolRunAbort
+from sr_dist.tools.types import ErrorKind, ToolCallResult, ToolRunAbort
 from sr_dist.tools.validation import argument_errors, output_errors
 
 __all__ = [
@@ -64,16 +65,9 @@ def is_cancel_requested(event: Any) -> bool:
     return bool(is_set()) if callable(is_set) else False
 
 
-def context_cancel_event(context: Any) -> Any:
-    """The ``cancel_event`` of a tool context: a mapping's key or a context value's attribute."""
-    if isinstance(context, Mapping):
-        return context.get("cancel_event")
-    return getattr(context, "cancel_event", None)
-
-
 def cancel_event_of(tool: Any) -> Any:
-    """The ``cancel_event`` in a tool's context, if it has one."""
-    return context_cancel_event(getattr(tool, "context", None))
+    """The ``cancel_event`` in a tool's context (a mapping or a typed context), if it has one."""
+    return context_value(getattr(tool, "context", None), "cancel_event")
 
 
 @dataclass(frozen=True)
@@ -85,8 +79,8 @@ class CallPlan:
     output_validator: Draft202012Validator | None = None
     signature: inspect.Signature | None = None
     formatter: Callable[[Any], str] = format_result_dict
-    #: The tool's context: a mapping, or a context value (``cancel_event`` is read from either).
-    context: Any = field(default_factory=dict)
+    #: The tool's context: a mapping or a typed object; only ``cancel_event`` is read here.
+    context: object = field(default_factory=dict)
     on_cancel: Callable[[], None] | None = None
 
     @property
@@ -185,7 +179,7 @@ def _contract_broken(tool: Tool, start: float, exc: Exception | None = None, got
         reason = f"tool {metadata.name!r} broke the tool contract: it returned {type(got).__name__}, not ToolCallResult"
         extra = {}
     return failure_result(
-        metadata.name, "tool_error", reason, elapsed_s=_elapsed(start), max_chars=metadata.max_result_chars, **extra
+        metadata.name, ErrorKind.TOOL_ERROR, reason, elapsed_s=_elapsed(start), max_chars=metadata.max_result_chars, **extra
     )
 
 
@@ -230,7 +224,7 @@ def _elapsed(start: float) -> float:
 def _cancelled(plan: CallPlan, start: float, when: str) -> ToolCallResult:
     return failure_result(
         plan.name,
-        "cancelled",
+        ErrorKind.CANCELLED,
         f"tool {plan.name!r} was cancelled {when}: the run is stopping",
         elapsed_s=_elapsed(start),
         max_chars=plan.max_chars,
@@ -239,7 +233,7 @@ def _cancelled(plan: CallPlan, start: float, when: str) -> ToolCallResult:
 
 def _precheck(plan: CallPlan, arguments: Mapping[str, Any], start: float) -> ToolCallResult | None:
     """Refuse before running: cancelled run, or arguments that cannot be bound."""
-    if is_cancel_requested(context_cancel_event(plan.context)):
+    if is_cancel_requested(context_value(plan.context, "cancel_event")):
         return _cancelled(plan, start, "before it ran")
     reasons: list[str] = []
     if plan.input_validator is not None:
@@ -252,7 +246,7 @@ def _precheck(plan: CallPlan, arguments: Mapping[str, Any], start: float) -> Too
     if reasons:
         return failure_result(
             plan.name,
-            "invalid_tool_call",
+            ErrorKind.INVALID_TOOL_CALL,
             f"invalid call to {plan.name!r}: " + "; ".join(reasons),
             elapsed_s=_elapsed(start),
             max_chars=plan.max_chars,
@@ -269,7 +263,7 @@ def _timed_out(plan: CallPlan, start: float, timeout_s: float) -> ToolCallResult
             pass
     return failure_result(
         plan.name,
-        "timeout",
+        ErrorKind.TIMEOUT,
         f"tool {plan.name!r} timed out after {timeout_s:g}s and was abandoned; "
         "try a smaller request or a different approach",
         elapsed_s=_elapsed(start),
@@ -281,7 +275,7 @@ def _raised(plan: CallPlan, exc: Exception, start: float) -> ToolCallResult:
     trace = "".join(traceback.format_exception(exc))
     return failure_result(
         plan.name,
-        "tool_error",
+        ErrorKind.TOOL_ERROR,
         f"tool {plan.name!r} failed: {exception_reason(exc)}",
         elapsed_s=_elapsed(start),
         max_chars=plan.max_chars,
@@ -292,14 +286,14 @@ def _raised(plan: CallPlan, exc: Exception, start: float) -> ToolCallResult:
 
 def _finish(plan: CallPlan, value: Any, start: float) -> ToolCallResult:
     """After ``execute``: honour a cancellation, check the output schema, format the text."""
-    if is_cancel_requested(context_cancel_event(plan.context)):
+    if is_cancel_requested(context_value(plan.context, "cancel_event")):
         return _cancelled(plan, start, "while it ran; its result was discarded")
     if plan.output_validator is not None and not (isinstance(value, Mapping) and value.get("success") is False):
         problems = output_errors(plan.output_validator, value)
         if problems:
             return failure_result(
                 plan.name,
-                "tool_error",
+                ErrorKind.TOOL_ERROR,
                 f"tool {plan.name!r} returned output that breaks its declared schema: " + "; ".join(problems),
                 elapsed_s=_elapsed(start),
                 max_chars=plan.max_chars,

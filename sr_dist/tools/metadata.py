@@ -13,12 +13,14 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 from sr_dist.tools.types import ToolCallResult, ToolSpec
 
-__all__ = ["ToolMetadata", "Tool", "TOOL_NAME_PATTERN", "MIN_RESULT_CHARS"]
+__all__ = ["ToolMetadata", "Tool", "TOOL_NAME_PATTERN", "MIN_RESULT_CHARS", "NO_DESCRIPTION"]
 
 #: Names every provider accepts (OpenAI function names are the strictest).
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: Below this a truncated ``result_str`` could not hold the truncation marker.
 MIN_RESULT_CHARS = 64
+#: What a class tool is described as when its ``execute`` has no docstring (never an inherited one).
+NO_DESCRIPTION = "(no description provided)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from sr_dist.tools.formatting import format_result_dict, strip_ansi, truncate
-from sr_dist.tools.types import ERROR_KINDS, ToolCallResult
+from sr_dist.tools.types import ERROR_KINDS, ErrorKind, ToolCallResult
 
 __all__ = [
     "success_result",
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: Failure kinds that say "the implementation misbehaved" (when not model-visible).
-IMPLEMENTATION_ERROR_KINDS = frozenset({"tool_error", "timeout"})
+IMPLEMENTATION_ERROR_KINDS = frozenset({ErrorKind.TOOL_ERROR, ErrorKind.TIMEOUT})
 
 
 def _bounded(text: str, max_chars: int) -> tuple[str, int]:
@@ -61,7 +61,7 @@ def success_result(
 
 def failure_result(
     tool: str,
-    error_kind: str,
+    error_kind: ErrorKind | str,
     reason: str,
     *,
     elapsed_s: float,
@@ -73,6 +73,7 @@ def failure_result(
     """``ok=False`` with a non-empty, bounded reason; ``result`` defaults to the failure envelope."""
     if error_kind not in ERROR_KINDS:
         raise ValueError(f"unknown error_kind {error_kind!r}; expected one of {sorted(ERROR_KINDS)}")
+    error_kind = ErrorKind(error_kind).value  # the plain string: results and Parquet keep str values
     reason = strip_ansi(str(reason)).strip() or f"tool {tool!r} failed ({error_kind})"
     text, cut = truncate(reason, max_chars)
     return ToolCallResult(

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, overload
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # jsonschema ships no type stubs
 
 from sr_dist.tools.execution import call_tool_async, call_tool_sync
 from sr_dist.tools.function import FunctionTool
 from sr_dist.tools.metadata import Tool, ToolMetadata
 from sr_dist.tools.outcomes import failure_result, with_meta
-from sr_dist.tools.types import ToolCall, ToolCallResult, ToolError, ToolSpec
+from sr_dist.tools.types import ErrorKind, ToolCall, ToolCallResult, ToolError, ToolSpec
 from sr_dist.tools.validation import argument_errors, compile_parameters, compile_schema, output_errors
 
 __all__ = ["ToolRegistry", "ToolCatalog", "BoundCall"]
@@ -87,7 +87,7 @@ class BoundCall:
             if problems:
                 result = failure_result(
                     self.spec.name,
-                    "tool_error",
+                    ErrorKind.TOOL_ERROR,
                     f"tool {self.spec.name!r} returned output that breaks its declared schema: " + "; ".join(problems),
                     elapsed_s=result.meta_data.get("elapsed_s", time.perf_counter() - start),
                     max_chars=self.tool.metadata.max_result_chars,
@@ -164,7 +164,7 @@ class ToolCatalog:
         max_chars = entry.metadata.max_result_chars if entry is not None else 8000
         meta: dict[str, Any] = {"call_id": call.id} if call.id is not None else {}
         return failure_result(
-            call.name, "invalid_tool_call", str(exc), elapsed_s=0.0, max_chars=max_chars, model_visible=True, **meta
+            call.name, ErrorKind.INVALID_TOOL_CALL, str(exc), elapsed_s=0.0, max_chars=max_chars, model_visible=True, **meta
         )
 
     def invoke(self, call: ToolCall) -> ToolCallResult:

@@ -27,7 +27,7 @@ from sr_dist.tools.execution import (
 )
 from sr_dist.tools.metadata import Tool, ToolMetadata
 from sr_dist.tools.outcomes import failure_result, is_implementation_failure, with_meta
-from sr_dist.tools.types import ToolCallResult, ToolSpec
+from sr_dist.tools.types import ErrorKind, ToolCallResult, ToolSpec
 
 __all__ = [
     "RetryingTool",
@@ -79,9 +79,10 @@ class _ToolWrapper:
         return self._tool.metadata.spec
 
     @property
-    def context(self) -> Mapping[str, Any]:
+    def context(self) -> object:
+        """The wrapped tool's context as it is (a mapping or a typed context); ``{}`` if it has none."""
         ctx = getattr(self._tool, "context", None)
-        return ctx if isinstance(ctx, Mapping) else {}
+        return ctx if ctx is not None else {}
 
     def cancel(self) -> None:
         _forward_cancel(self._tool)
@@ -135,7 +136,7 @@ class RetryingTool(_ToolWrapper):
         _forward_cancel(self._tool)
         return failure_result(
             self.metadata.name,
-            "timeout",
+            ErrorKind.TIMEOUT,
             f"tool {self.metadata.name!r} timed out after {self.attempt_timeout_s:g}s",
             elapsed_s=time.perf_counter() - start,
             max_chars=self.metadata.max_result_chars,
@@ -144,7 +145,7 @@ class RetryingTool(_ToolWrapper):
     def _cancelled(self, attempts: int) -> ToolCallResult:
         return failure_result(
             self.metadata.name,
-            "cancelled",
+            ErrorKind.CANCELLED,
             f"tool {self.metadata.name!r} was cancelled between retries: the run is stopping",
             elapsed_s=0.0,
             max_chars=self.metadata.max_result_chars,
@@ -264,7 +265,7 @@ def settle(state: CircuitState, outcome: Outcome, now: float, threshold: int, pr
 
 
 def _outcome(result: ToolCallResult) -> Outcome:
-    if result.ok or (result.meta_data.get("model_visible") and result.meta_data.get("error_kind") == "tool_error"):
+    if result.ok or (result.meta_data.get("model_visible") and result.meta_data.get("error_kind") == ErrorKind.TOOL_ERROR):
         return "success"  # the tool answered; a failure envelope is a normal answer
     if is_implementation_failure(result):
         return "failure"
@@ -324,7 +325,7 @@ class CircuitBreakingTool(_ToolWrapper):
         name = self.metadata.name
         refusal = failure_result(
             name,
-            "circuit_open",
+            ErrorKind.CIRCUIT_OPEN,
             f"tool {name!r} is temporarily unavailable after {failures} consecutive failures; "
             f"it will be tried again in about {wait:.0f}s. Use another tool or approach meanwhile.",
             elapsed_s=0.0,

@@ -16,7 +16,7 @@ from collections import abc
 from collections.abc import Callable
 from typing import Any, Literal, Union
 
-__all__ = ["infer_parameters", "infer_description", "parse_docstring", "type_to_schema"]
+__all__ = ["infer_parameters", "infer_description", "own_docstring", "parse_docstring", "type_to_schema"]
 
 _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Params|Returns|Return|Yields|Raises|Examples?|Notes?|"
@@ -63,9 +63,19 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return text, args
 
 
+def own_docstring(fn: Callable[..., Any]) -> str | None:
+    """``fn``'s own docstring; never one inherited from the method it overrides.
+
+    ``inspect.getdoc`` would fall back to a parent class's docstring for an undocumented
+    override, describing a tool by what its parent does.
+    """
+    doc = getattr(fn, "__doc__", None)
+    return doc if isinstance(doc, str) else None
+
+
 def infer_description(fn: Callable[..., Any]) -> str:
     """The docstring text before ``Args:`` (empty when there is no docstring)."""
-    return parse_docstring(inspect.getdoc(fn))[0]
+    return parse_docstring(own_docstring(fn))[0]
 
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -179,7 +189,7 @@ def infer_parameters(fn: Callable[..., Any], *, skip: tuple[str, ...] = ("self",
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as exc:  # noqa: BLE001 - unresolvable forward refs etc.
         raise ValueError(f"cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: {exc}") from exc
-    _, arg_docs = parse_docstring(inspect.getdoc(fn))
+    _, arg_docs = parse_docstring(own_docstring(fn))
     owner = getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))
     properties: dict[str, Any] = {}
     required: list[str] = []

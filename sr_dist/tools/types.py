@@ -7,21 +7,35 @@ changing it on the way; parsers, the registry, the agent loop and the recorder a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Mapping
 
-__all__ = ["ToolCall", "ToolCallResult", "ToolError", "ToolRunAbort", "ToolSpec", "ERROR_KINDS"]
+__all__ = ["ToolCall", "ToolCallResult", "ToolError", "ToolRunAbort", "ToolSpec", "ErrorKind", "ERROR_KINDS"]
+
+
+class ErrorKind(StrEnum):
+    """Why a call failed: the closed set ``ToolCallResult.meta_data["error_kind"]`` draws from.
+
+    Members are ``str``s equal to their values, so results, logs and Parquet columns keep the
+    plain strings (``ErrorKind.TIMEOUT == "timeout"``); code compares members, never prefixes.
+    """
+
+    #: Unknown tool, arguments that break the schema or the signature, an unreadable call.
+    INVALID_TOOL_CALL = "invalid_tool_call"
+    #: The implementation raised, returned a failure envelope, or broke its output schema.
+    TOOL_ERROR = "tool_error"
+    #: The call ran past its timeout.
+    TIMEOUT = "timeout"
+    #: A circuit breaker refused the call without running it.
+    CIRCUIT_OPEN = "circuit_open"
+    #: The run's cancellation event was set.
+    CANCELLED = "cancelled"
+    #: An MCP server timed out earlier; its state is unknown until it is restarted.
+    MCP_STATUS_UNKNOWN = "mcp_status_unknown"
+
 
 #: The values ``ToolCallResult.meta_data["error_kind"]`` may take when ``ok`` is False.
-ERROR_KINDS = frozenset(
-    {
-        "invalid_tool_call",  # unknown tool, arguments that break the schema, unreadable call
-        "tool_error",  # the implementation raised, or returned a failure envelope / bad output
-        "timeout",  # the call ran past its timeout
-        "circuit_open",  # a circuit breaker refused the call without running it
-        "cancelled",  # the run's cancellation event was set
-        "mcp_status_unknown",  # an MCP server timed out earlier; its state is unknown until restart
-    }
-)
+ERROR_KINDS: tuple[str, ...] = tuple(kind.value for kind in ErrorKind)
 
 
 class ToolError(Exception):
@@ -75,7 +89,7 @@ class ToolCallResult:
 
     ``result`` is the full structured value (for recording); ``result_str`` is the bounded,
     model-readable text; ``meta_data`` carries at least ``tool``, ``elapsed_s``, ``truncated``
-    and, when ``ok`` is False, ``error_kind`` (one of :data:`ERROR_KINDS`).
+    and, when ``ok`` is False, ``error_kind`` (an :class:`ErrorKind` value).
     """
 
     ok: bool

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Iterator
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # jsonschema ships no type stubs
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
