@@ -229,7 +229,7 @@ def format_data_summary(summary: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- the tool shell
 
 
-class _FormulaTool(BaseTool):
+class _FormulaTool(BaseTool[EpisodeContext]):
     """Shared access to the episode context and the one way candidates are fitted and recorded."""
 
     context: EpisodeContext
