@@ -296,4 +296,4 @@ def test_parse_result_is_frozen() -> None:
     result = ParseResult()
     with pytest.raises(AttributeError):
         result.calls = (ToolCall("x"),)  # type: ignore[misc]
-    assert result.ok and not ParseResult(errors=("e",)).ok
+    assert result.ok and not ParseResult(problems=("e",)).ok
