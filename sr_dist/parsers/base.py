@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from sr_dist.parsers._support import MAX_TEXT_CHARS, assign_ids
@@ -214,8 +213,8 @@ def _unread_native(native_calls: Any, reason: str) -> list[UnreadableCall]:
             raw = item.get("id") if isinstance(item, Mapping) else getattr(item, "id", None)
             call_id = raw if isinstance(raw, str) and raw.strip() else None
             out.append(UnreadableCall(id=call_id, name=None, reason=reason))
-    except Exception:
-        pass  # iterating misbehaved too: the calls seen so far still get their answer
+    except Exception:  # iterating misbehaved too: the calls seen so far still get their answer
+        return out
     return out
 
 

@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 from sr_dist.tools.types import ToolCall
 
-__all__ = ["UnreadableCall", "CallOutcome", "ParseResult"]
+__all__ = ["CallOutcome", "ParseResult", "UnreadableCall"]
 
 
 @dataclass(frozen=True, slots=True)
