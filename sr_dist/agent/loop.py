@@ -308,7 +308,7 @@ class Agent:
         self.episode: Episode = episode
         self.cancel_event: Any = episode.cancel_event
         self._clock = clock
-        self._native = parser.name == "openai"
+        self._native = parser.answers_each_call
         self._tools = catalog.openai_tools()
         self._tool_names = catalog.names()
         tools_text = parser.format_tools(catalog.specs())
@@ -388,41 +388,28 @@ class Agent:
         )
 
     def _read(self, response: ModelResponse, turn: int) -> tuple[list[_Slot], dict[str, Any], list[str]]:
-        """The turn's calls (readable or not), the assistant message to keep, and parse errors."""
-        if self._native and response.tool_calls:
-            raws: list[dict[str, Any]] = []
-            for position, raw in enumerate(response.tool_calls):
-                raw = dict(raw)
-                if not isinstance(raw.get("id"), str) or not raw["id"]:
-                    raw["id"] = f"call_{turn}_{position}"
-                raws.append(raw)
-            parsed = self.parser.parse("", native_calls=raws)
-            readable = {call.id: call for call in parsed.calls}
-            slots: list[_Slot] = []
-            for raw in raws:
-                call = readable.get(raw["id"])
-                if call is not None:
-                    slots.append(_Slot(call))
-                    continue
-                fn = raw.get("function")
-                given = fn.get("name") if isinstance(fn, Mapping) else None
-                name = given if isinstance(given, str) and given else "unknown"
-                mine = [e for e in parsed.errors if f"(id {raw['id']})" in e]
-                if not mine:  # the parser did not label the error: read this call alone
-                    mine = list(self.parser.parse("", native_calls=[raw]).errors)
-                reason = " ".join(mine) or "the tool call could not be read"
-                slots.append(_Slot(ToolCall(name=name, arguments={}, id=raw["id"]), reason))
-            assistant = {"role": "assistant", "content": response.text or None, "tool_calls": raws}
-            return slots, assistant, []
-        parsed = self.parser.parse(response.text, native_calls=response.tool_calls or None)
-        slots = [_Slot(call) for call in parsed.calls]
-        if self._native:
-            assistant = self.parser.assistant_message(response.text, parsed.calls)
-            if not parsed.calls:
-                assistant["content"] = response.text or ""
-        else:
-            assistant = {"role": "assistant", "content": response.text or ""}
-        return slots, assistant, list(parsed.errors)
+        """The turn's calls (readable or not), the assistant message to keep, and reply-level problems.
+
+        The parser returns one outcome per call the model made; an unreadable one becomes a slot
+        answered, under its id, with its reason. Native calls without an id get one unique to
+        the episode first, so the history and the answers name the same calls across turns.
+        """
+        raws: list[dict[str, Any]] = []
+        for position, raw in enumerate(response.tool_calls):
+            raw = dict(raw)
+            given = raw.get("id")
+            if not (isinstance(given, str) and given.strip()):
+                raw["id"] = f"call_{turn}_{position}"
+            raws.append(raw)
+        parsed = self.parser.parse(response.text, native_calls=raws or None)
+        slots = [
+            _Slot(o) if isinstance(o, ToolCall) else _Slot(ToolCall(name=o.name or "unknown", id=o.id), o.reason)
+            for o in parsed.outcomes
+        ]
+        assistant = self.parser.assistant_message(response.text, parsed.outcomes, native_calls=raws or None)
+        if not assistant.get("tool_calls"):
+            assistant["content"] = response.text or ""  # a turn without calls always keeps its text
+        return slots, assistant, list(parsed.problems)
 
     async def _run_calls(self, slots: Sequence[_Slot]) -> tuple[list[ToolCallResult], _Stop | None]:
         """Run the readable calls in order (parallel-safe neighbours together); answer every slot.

@@ -1,7 +1,8 @@
 """Tool-call parsers: model output ⇄ normalized :class:`~sr_dist.tools.types.ToolCall` values.
 
 ``get_parser("openai" | "json" | "text")`` returns a :class:`BaseParser` with
-``format_tools(specs)``, ``parse(text, native_calls=None) -> ParseResult`` (never raises) and
+``format_tools(specs)``, ``parse(text, native_calls=None) -> ParseResult`` (never raises; one
+outcome per model call, a ``ToolCall`` or an ``UnreadableCall``, plus reply-level problems) and
 ``result_messages(calls, results)``. See ``docs/parsers.md`` for the formats.
 """
 
@@ -9,14 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from sr_dist.parsers.base import BaseParser, ParseResult, PromptedParser, SpecLike, normalize_spec
+from sr_dist.parsers.base import BaseParser, PromptedParser, SpecLike, normalize_spec
 from sr_dist.parsers.json_calls import JsonParser
 from sr_dist.parsers.openai_native import OpenAIParser, openai_tools
+from sr_dist.parsers.outcomes import CallOutcome, ParseResult, UnreadableCall
 from sr_dist.parsers.text_calls import TextParser
 
 __all__ = [
     "BaseParser",
+    "CallOutcome",
     "ParseResult",
+    "UnreadableCall",
     "PromptedParser",
     "SpecLike",
     "JsonParser",

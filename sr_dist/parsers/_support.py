@@ -9,9 +9,9 @@ import bisect
 import json
 import re
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar
 
-from sr_dist.tools.types import ToolCall
+from sr_dist.parsers.outcomes import CallOutcome, UnreadableCall
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -42,30 +42,54 @@ MAX_ERRORS = 10
 
 
 class Problems:
-    """Collects the model-facing error messages of one ``parse`` call, capped at ``MAX_ERRORS``."""
+    """Collects one ``parse`` call's unreadable calls and reply-level problems, capped at ``MAX_ERRORS``.
 
-    __slots__ = ("_messages", "_dropped")
+    Past the cap, problems are counted, not worded, and the count is reported once at the end.
+    Unreadable calls that must be answered (native ones: the provider expects a reply to every
+    ``tool_call_id``) are always kept, so the loop can answer each; they still count toward the cap.
+    """
+
+    __slots__ = ("_messages", "_shown", "_dropped")
 
     def __init__(self) -> None:
         self._messages: list[str] = []
+        self._shown = 0
         self._dropped = 0
 
     @property
     def full(self) -> bool:
         """True once the cap is reached: callers may skip work spent only on wording errors."""
-        return len(self._messages) >= MAX_ERRORS
+        return self._shown >= MAX_ERRORS
+
+    @property
+    def any(self) -> bool:
+        """Whether anything at all was reported (shown or only counted)."""
+        return bool(self._shown or self._dropped)
 
     def add(self, message: str) -> None:
+        """Report a problem of the whole reply, one that belongs to no single call."""
         if self.full:
             self._dropped += 1
         else:
             self._messages.append(message)
+            self._shown += 1
+
+    def unreadable(
+        self, reason: str, *, name: str | None = None, call_id: str | None = None, must_answer: bool = False
+    ) -> UnreadableCall | None:
+        """An unreadable call to return in line with the readable ones; ``None`` (counted) past the cap."""
+        if self.full and not must_answer:
+            self._dropped += 1
+            return None
+        self._shown += 1
+        return UnreadableCall(id=call_id, name=name, reason=reason)
 
     def count_unshown(self) -> None:
         """Count a problem without wording it (used once :attr:`full`, to skip the work)."""
         self._dropped += 1
 
     def result(self) -> tuple[str, ...]:
+        """The reply-level problems, then how many problems were not shown, if any."""
         if self._dropped:
             return (*self._messages, f"... and {self._dropped} more problem(s) not shown.")
         return tuple(self._messages)
@@ -198,11 +222,18 @@ class LineIndex:
 _NEWLINE = re.compile("\n")
 
 
-def assign_ids(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    """Give every call without an id a unique ``call_<position>`` id, so results can be matched back."""
-    ordered = list(calls)
+_Outcome = TypeVar("_Outcome", bound=CallOutcome)
+
+
+def assign_ids(outcomes: Iterable[_Outcome]) -> tuple[_Outcome, ...]:
+    """Give every call without an id a unique ``call_<position>`` id, so results can be matched back.
+
+    Readable and unreadable calls share one sequence of positions: the model's third call is
+    ``call_2`` whether or not it could be read.
+    """
+    ordered = list(outcomes)
     used = {c.id for c in ordered if c.id}
-    out: list[ToolCall] = []
+    out: list[_Outcome] = []
     for index, call in enumerate(ordered):
         if call.id:
             out.append(call)

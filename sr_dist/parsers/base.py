@@ -1,25 +1,28 @@
 """The tool-call parser contract: tools out to the model, calls in, results back.
 
 A parser is the only part of the agent loop that knows how a model writes tool calls (native
-function calling, JSON, or text). It turns a reply into normalized :class:`ToolCall` values and
-turns :class:`ToolCallResult` values into the next turn's messages, so the loop, the tools and
-the recorder never see the wire format.
+function calling, JSON, or text). It turns a reply into one outcome per call the model made (a
+normalized :class:`ToolCall`, or an :class:`UnreadableCall` saying why it cannot run) and turns
+:class:`ToolCallResult` values into the next turn's messages, so the loop, the tools and the
+recorder never see the wire format.
 """
 
 from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from sr_dist.parsers._support import MAX_TEXT_CHARS, assign_ids
+from sr_dist.parsers.outcomes import CallOutcome, ParseResult, UnreadableCall
 from sr_dist.tools.types import ToolCall, ToolCallResult, ToolSpec
 
 __all__ = [
     "BaseParser",
     "PromptedParser",
     "ParseResult",
+    "UnreadableCall",
+    "CallOutcome",
     "SpecLike",
     "normalize_spec",
     "call_ids",
@@ -29,23 +32,6 @@ __all__ = [
 #: What ``format_tools`` accepts: a ``ToolSpec``, or a dict with ``name``/``description``/``parameters``
 #: (OpenAI's ``{"type": "function", "function": {...}}`` wrapper is unwrapped too).
 SpecLike = ToolSpec | Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ParseResult:
-    """Calls read from one model reply, in order, and the problems to report back to the model.
-
-    ``errors`` are complete sentences addressed to the model: what was wrong, and the syntax
-    that would have worked. An empty result (no calls, no errors) means the reply was prose.
-    """
-
-    calls: tuple[ToolCall, ...] = ()
-    errors: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing in the reply needs reporting back."""
-        return not self.errors
 
 
 def normalize_spec(spec: SpecLike) -> ToolSpec:
@@ -69,7 +55,7 @@ def normalize_spec(spec: SpecLike) -> ToolSpec:
     raise TypeError(f"expected a ToolSpec or a dict, got {type(spec).__name__}")
 
 
-def call_ids(calls: Sequence[ToolCall]) -> list[str]:
+def call_ids(calls: Sequence[CallOutcome]) -> list[str]:
     """The id each call is answered under: its own, or ``call_<position>`` (what ``parse`` assigns)."""
     return [c.id or "" for c in assign_ids(calls)]
 
@@ -90,6 +76,9 @@ class BaseParser(ABC):
 
     #: The name ``get_parser`` knows this parser by.
     name: ClassVar[str]
+    #: Whether ``result_messages`` answers each call in a message of its own (``role: tool``),
+    #: rather than all of a turn's results in one message; history compaction summarizes accordingly.
+    answers_each_call: ClassVar[bool] = False
 
     @abstractmethod
     def format_tools(self, specs: Iterable[SpecLike]) -> str:
@@ -113,34 +102,50 @@ class BaseParser(ABC):
         """Read the tool calls in a model reply. Never raises, whatever ``text`` holds.
 
         ``native_calls`` are the provider's structured tool calls, if any (OpenAI chat format
-        dicts or SDK objects). Calls without an id get ``call_0``, ``call_1``, ... by position.
+        dicts or SDK objects). The result holds one outcome per call, in order; calls without
+        an id get ``call_<position>`` (``call_0``, ``call_1``, ...), readable or not. Every
+        native call gets an outcome even when the text is refused, so each can be answered.
         """
         try:
+            refused: str | None = None
             if text is None:
                 text = ""
             elif isinstance(text, (bytes, bytearray)):
                 text = bytes(text).decode("utf-8", errors="replace")
             elif not isinstance(text, str):
-                return ParseResult(errors=(f"Internal error: the reply text has type {type(text).__name__}, not str; it was not read.",))
-            if len(text) > MAX_TEXT_CHARS:
-                return ParseResult(
-                    errors=(
-                        f"Your reply was {len(text)} characters long, over the limit of {MAX_TEXT_CHARS}; "
-                        "it was not read. Send shorter replies with one or a few tool calls.",
-                    )
+                refused = f"Internal error: the reply text has type {type(text).__name__}, not str; it was not read."
+            if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
+                refused = (
+                    f"Your reply was {len(text)} characters long, over the limit of {MAX_TEXT_CHARS}; "
+                    "it was not read. Send shorter replies with one or a few tool calls."
                 )
+            if refused is not None:
+                if native_calls is None:
+                    return ParseResult(problems=(refused,))
+                text = ""
             result = self._parse(text, native_calls)
-            return ParseResult(calls=assign_ids(result.calls), errors=tuple(result.errors))
+            problems = (refused, *result.problems) if refused is not None else tuple(result.problems)
+            return ParseResult(outcomes=assign_ids(result.outcomes), problems=problems)
         except Exception as exc:  # the last line of defence: parse must never raise
-            return ParseResult(
-                errors=(
-                    "Your reply could not be read because of an internal parser error "
-                    f"({type(exc).__name__}); please send the tool call again, simply formatted.",
-                )
+            reason = (
+                "Your reply could not be read because of an internal parser error "
+                f"({type(exc).__name__}); please send the tool call again, simply formatted."
             )
+            unread = assign_ids(_unread_native(native_calls, reason))
+            return ParseResult(outcomes=unread, problems=() if unread else (reason,))
 
-    def assistant_message(self, text: str | None, calls: Sequence[ToolCall]) -> dict[str, Any]:
-        """The assistant turn to keep in history. Prompted formats keep the text as written."""
+    def assistant_message(
+        self,
+        text: str | None,
+        calls: Sequence[CallOutcome],
+        *,
+        native_calls: Sequence[Mapping[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The assistant turn to keep in history. Prompted formats keep the text as written.
+
+        ``calls`` are the turn's outcomes as ``parse`` returned them; ``native_calls`` are the
+        provider's calls as sent (formats that send calls natively keep them verbatim).
+        """
         return {"role": "assistant", "content": text or ""}
 
     def errors_message(self, errors: Sequence[str]) -> dict[str, Any] | None:
@@ -191,6 +196,26 @@ def _render_errors(errors: Sequence[str]) -> str:
     lines = ["Some tool calls in your last reply could not be read:"]
     lines.extend(f"- {e}" for e in errors)
     return "\n".join(lines)
+
+
+def _unread_native(native_calls: Any, reason: str) -> list[UnreadableCall]:
+    """One unreadable call per native call, keeping any id: the provider expects each answered.
+
+    Only reached after a parser bug, so it reads defensively and gives up quietly on odd input.
+    """
+    out: list[UnreadableCall] = []
+    try:
+        if isinstance(native_calls, Mapping) or hasattr(native_calls, "function"):
+            native_calls = [native_calls]
+        if native_calls is None or isinstance(native_calls, (str, bytes)) or not isinstance(native_calls, Iterable):
+            return out
+        for item in native_calls:
+            raw = item.get("id") if isinstance(item, Mapping) else getattr(item, "id", None)
+            call_id = raw if isinstance(raw, str) and raw.strip() else None
+            out.append(UnreadableCall(id=call_id, name=None, reason=reason))
+    except Exception:  # iterating misbehaved too: the calls seen so far still get their answer
+        return out
+    return out
 
 
 def render_tool_list(specs: Iterable[SpecLike]) -> tuple[list[ToolSpec], str]:

@@ -13,7 +13,15 @@ from typing import Any, Mapping
 from sr_dist.parsers._support import MAX_DEPTH, describe_exception, nesting_exceeds, strict_loads
 from sr_dist.tools.types import ToolCall
 
-__all__ = ["NOT_A_CALL", "NotACall", "read_call_object", "arguments_from", "looks_like_call", "json_kind"]
+__all__ = [
+    "NOT_A_CALL",
+    "NotACall",
+    "read_call_object",
+    "call_identity",
+    "arguments_from",
+    "looks_like_call",
+    "json_kind",
+]
 
 _NAME_KEYS = ("tool", "name")
 _ARG_KEYS = ("params", "arguments")
@@ -108,6 +116,25 @@ def read_call_object(value: Any) -> ToolCall | NotACall | str:
     if not isinstance(call_id, str) or not call_id.strip():
         call_id = None
     return ToolCall(name=name.strip(), arguments=arguments, id=call_id)
+
+
+def call_identity(value: Any) -> tuple[str | None, str | None]:
+    """The tool name and id a call-shaped object gives, where they are usable, else ``None``.
+
+    Used for a call that cannot be run, so its answer can still name the tool and keep the id.
+    """
+    if not isinstance(value, dict):
+        return None, None
+    inner = value.get("function")
+    body = inner if "tool" not in value and "name" not in value and isinstance(inner, dict) else value
+    name = body.get("tool", body.get("name"))
+    call_id = value.get("id", body.get("id"))
+    if isinstance(call_id, int) and not isinstance(call_id, bool):
+        call_id = str(call_id)
+    return (
+        name.strip() if isinstance(name, str) and name.strip() else None,
+        call_id if isinstance(call_id, str) and call_id.strip() else None,
+    )
 
 
 _CALL_HINT = re.compile(r"""\{\s*["']?(?:tool|name|params|arguments|function)["']?\s*:""")

@@ -4,8 +4,9 @@ Accepted call objects: ``{"tool": name, "params": {...}}`` or ``{"name": name, "
 {...}}`` (an ``id`` is kept; ``arguments`` may also be a JSON string, as in OpenAI's wire format).
 A ```` ```json ```` block may hold one object, several, or a list of them. Objects outside
 fences are found by scanning the prose. JSON that is not a call (no ``tool``/``name`` key) is
-left alone; a fenced JSON block that does not parse, or a call-shaped object that cannot be
-used, becomes an error for the model.
+left alone. A call-shaped object that cannot be used is an unreadable call, in line with the
+readable ones; a fenced JSON block that does not parse is a problem of the reply (it may have
+held any number of calls).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from sr_dist.parsers._support import (
     snippet,
     strict_raw_decode,
 )
-from sr_dist.parsers.base import ParseResult, PromptedParser, SpecLike, example_arguments, render_tool_list
-from sr_dist.parsers.call_objects import NotACall, looks_like_call, read_call_object
+from sr_dist.parsers.base import PromptedParser, SpecLike, example_arguments, render_tool_list
+from sr_dist.parsers.call_objects import NotACall, call_identity, looks_like_call, read_call_object
 from sr_dist.parsers.native_calls import read_native_calls
+from sr_dist.parsers.outcomes import CallOutcome, ParseResult
 from sr_dist.tools.types import ToolCall
 
 __all__ = ["JsonParser", "Fence", "find_fences", "decode_sequence", "scan_json_calls"]
@@ -35,6 +37,8 @@ JSON_HINT = 'write each call as {"tool": "<name>", "params": {<arguments>}} in a
 _FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\n`]*)$", re.M)
 _FENCE_CLOSE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t\r]*$", re.M)
 _JSON_TAGS = frozenset({"json", "jsonc", "json5", "jsonl"})
+#: The tool name at the head of a broken call object, so its answer can still name the tool.
+_WRITTEN_NAME = re.compile(r"""\{\s*["']?(?:tool|name)["']?\s*:\s*["']([A-Za-z_][\w.\-]*)["']""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +143,7 @@ _RECURSION_COST = 16_384
 
 
 class _Scan:
-    """The scratch state of one scan: where calls and problems go, and how much work is left.
+    """The scratch state of one scan: where outcomes and problems go, and how much work is left.
 
     Every decode is charged against a budget proportional to the reply's length, so a reply built
     to be slow (thousands of nested, never-closed objects) costs bounded time; once it runs out
@@ -150,7 +154,7 @@ class _Scan:
         self.text = text
         self.lines = LineIndex(text)
         self.problems = problems
-        self.found: list[tuple[int, ToolCall]] = []
+        self.found: list[tuple[int, CallOutcome]] = []
         self.budget = _BUDGET_FACTOR * len(text) + _BUDGET_FLOOR
         self.stopped_at: int | None = None
 
@@ -164,7 +168,14 @@ class _Scan:
                 if isinstance(read, ToolCall):
                     self.found.append((index, read))
                 elif isinstance(read, str):
-                    self.problems.add(f"The tool call at {self.where(index)} cannot be used: {read}. Expected: {JSON_HINT}.")
+                    self.unusable(index, candidate, f"The tool call at {self.where(index)} cannot be used: {read}. Expected: {JSON_HINT}.")
+
+    def unusable(self, index: int, value: Any, reason: str, name: str | None = None) -> None:
+        """Record a call that was written but cannot be run, keeping what it says of its name and id."""
+        given_name, call_id = call_identity(value)
+        outcome = self.problems.unreadable(reason, name=name or given_name, call_id=call_id)
+        if outcome is not None:
+            self.found.append((index, outcome))
 
     def fence(self, fence: Fence) -> None:
         content = self.text[fence.content_start : fence.content_end]
@@ -244,9 +255,11 @@ class _Scan:
                 continue
             value, after = decoded
             if after - index > MAX_BLOCK_CHARS and not isinstance(read_call_object(value), NotACall):
-                self.problems.add(
+                self.unusable(
+                    start + index,
+                    value,
                     f"The tool call at {self.where(start + index)} is {after - index} characters long, over the "
-                    f"limit of {MAX_BLOCK_CHARS}; it was not used. Send smaller calls."
+                    f"limit of {MAX_BLOCK_CHARS}; it was not used. Send smaller calls.",
                 )
             else:
                 self.read_values([value], start + index)
@@ -260,9 +273,13 @@ class _Scan:
         if self.problems.full:
             self.problems.count_unshown()
             return index + 1
-        self.problems.add(
+        written = _WRITTEN_NAME.match(fragment)
+        self.unusable(
+            start + index,
+            None,
             f"The tool call at {self.where(start + index)} could not be read: {reason}. "
-            f"It starts: {snippet(fragment)!r}. Expected: {JSON_HINT}."
+            f"It starts: {snippet(fragment)!r}. Expected: {JSON_HINT}.",
+            name=written.group(1) if written else None,
         )
         skip_to = _balanced_end(segment, index, MAX_BLOCK_CHARS)
         self.budget -= (skip_to if skip_to is not None else len(segment)) - index
@@ -276,8 +293,8 @@ def _skip_blank(text: str, index: int) -> int:
     return index
 
 
-def scan_json_calls(text: str, problems: Problems) -> list[tuple[int, ToolCall]]:
-    """All JSON calls in ``text`` with their positions: fenced blocks first-class, bare objects too."""
+def scan_json_calls(text: str, problems: Problems) -> list[tuple[int, CallOutcome]]:
+    """Every JSON call in ``text``, readable or not, with its position: fenced blocks and bare objects."""
     scan = _Scan(text, problems)
     pos = 0
     for fence in find_fences(text):
@@ -319,4 +336,4 @@ class JsonParser(PromptedParser):
         problems = Problems()
         native = read_native_calls(native_calls, problems)
         found = scan_json_calls(text, problems)
-        return ParseResult(calls=(*native, *(call for _, call in found)), errors=problems.result())
+        return ParseResult(outcomes=(*native, *(outcome for _, outcome in found)), problems=problems.result())

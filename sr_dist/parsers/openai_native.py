@@ -13,12 +13,11 @@ default because prose that quotes a JSON example would otherwise run a tool.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from sr_dist.parsers._support import Problems
 from sr_dist.parsers.base import (
     BaseParser,
-    ParseResult,
     SpecLike,
     call_ids,
     check_pairs,
@@ -27,6 +26,7 @@ from sr_dist.parsers.base import (
 )
 from sr_dist.parsers.json_calls import scan_json_calls
 from sr_dist.parsers.native_calls import read_native_calls
+from sr_dist.parsers.outcomes import CallOutcome, ParseResult, UnreadableCall
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
 __all__ = ["OpenAIParser", "openai_tools"]
@@ -50,6 +50,7 @@ class OpenAIParser(BaseParser):
     """Native tool calls in, ``role: tool`` messages out."""
 
     name = "openai"
+    answers_each_call: ClassVar[bool] = True
 
     def __init__(self, *, text_fallback: bool = False) -> None:
         self.text_fallback = text_fallback
@@ -61,21 +62,31 @@ class OpenAIParser(BaseParser):
 
     def _parse(self, text: str, native_calls: Sequence[Any] | None) -> ParseResult:
         problems = Problems()
-        calls = read_native_calls(native_calls, problems)
-        if self.text_fallback and not calls and not problems.result():
-            calls = [call for _, call in scan_json_calls(text, problems)]
-        return ParseResult(calls=tuple(calls), errors=problems.result())
+        outcomes = read_native_calls(native_calls, problems)
+        if self.text_fallback and not outcomes and not problems.any:
+            outcomes = [outcome for _, outcome in scan_json_calls(text, problems)]
+        return ParseResult(outcomes=tuple(outcomes), problems=problems.result())
 
-    def assistant_message(self, text: str | None, calls: Sequence[ToolCall]) -> dict[str, Any]:
-        """The assistant turn with its ``tool_calls``, ids matching what ``result_messages`` answers."""
+    def assistant_message(
+        self,
+        text: str | None,
+        calls: Sequence[CallOutcome],
+        *,
+        native_calls: Sequence[Mapping[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The assistant turn with its ``tool_calls``, ids matching what ``result_messages`` answers.
+
+        ``native_calls`` given, they are kept as the provider sent them (unreadable arguments
+        included, so the history shows what the model really wrote); their ids must be the ones
+        ``parse`` returned. Otherwise (calls read from text) each call is rendered, an unreadable
+        one under its name (or ``unknown``) with empty arguments.
+        """
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if calls:
+        if native_calls:
+            message["tool_calls"] = [dict(c) for c in native_calls]
+        elif calls:
             message["tool_calls"] = [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": json.dumps(dict(call.arguments))},
-                }
+                {"id": call_id, "type": "function", "function": _function(call)}
                 for call_id, call in zip(call_ids(calls), calls)
             ]
         return message
@@ -100,3 +111,9 @@ class OpenAIParser(BaseParser):
         if error_message is not None:
             messages.append(error_message)
         return messages
+
+
+def _function(call: CallOutcome) -> dict[str, str]:
+    if isinstance(call, UnreadableCall):
+        return {"name": call.name or "unknown", "arguments": "{}"}
+    return {"name": call.name, "arguments": json.dumps(dict(call.arguments))}

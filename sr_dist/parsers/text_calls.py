@@ -5,7 +5,8 @@
 over several lines. The argument list is parsed with :mod:`ast` and each value read with
 ``json.loads`` or ``ast.literal_eval``: nothing the model writes is ever evaluated.
 ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks hold JSON call objects, as
-Hermes- and Qwen-style models write them. Calls are returned in the order they appear.
+Hermes- and Qwen-style models write them. Calls are returned in the order they appear; an
+``Action:`` or ``<tool_call>`` block that cannot be used is an unreadable call in that order.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from sr_dist.parsers._support import (
     strict_raw_decode,
     to_json_value,
 )
-from sr_dist.parsers.base import ParseResult, PromptedParser, SpecLike, example_arguments, render_tool_list
-from sr_dist.parsers.call_objects import read_call_object
+from sr_dist.parsers.base import PromptedParser, SpecLike, example_arguments, render_tool_list
+from sr_dist.parsers.call_objects import call_identity, read_call_object
 from sr_dist.parsers.json_calls import decode_sequence
 from sr_dist.parsers.native_calls import read_native_calls
+from sr_dist.parsers.outcomes import CallOutcome, ParseResult
 from sr_dist.tools.types import ToolCall
 
 __all__ = ["TextParser", "ToolCallBlock", "find_tool_call_blocks", "read_action_call"]
@@ -95,42 +97,50 @@ def _strip_fence(content: str) -> str:
     return stripped
 
 
-def _read_block(lines: LineIndex, block: ToolCallBlock, problems: Problems) -> list[ToolCall]:
+def _read_block(lines: LineIndex, block: ToolCallBlock, problems: Problems) -> list[CallOutcome]:
+    """The calls of one block; a block that cannot be used is one unreadable call (the tag says it is a call)."""
     where = f"line {lines.line(block.start)}"
     body = _strip_fence(block.content)
     if not block.closed and not body.startswith("{"):
         return []  # the tag mentioned in prose, not a call
     if len(body) > MAX_BLOCK_CHARS:
-        problems.add(
+        reason = (
             f"The <tool_call> block at {where} is {len(body)} characters long, over the limit of "
             f"{MAX_BLOCK_CHARS}; it was not read. Send smaller calls."
         )
-        return []
+        return _kept(problems.unreadable(reason))
     if not body:
-        problems.add(f"The <tool_call> block at {where} is empty. Expected: {BLOCK_HINT}.")
-        return []
+        return _kept(problems.unreadable(f"The <tool_call> block at {where} is empty. Expected: {BLOCK_HINT}."))
     try:
         values = decode_sequence(body) if block.closed else [strict_raw_decode(body, 0)[0]]
     except Exception as exc:  # JSONDecodeError, RecursionError, ValueError (huge int), MemoryError
         unclosed = "" if block.closed else " (and it is never closed with </tool_call>)"
-        problems.add(
+        reason = (
             f"The <tool_call> block at {where} could not be read{unclosed}: {describe_exception(exc)}. "
             f"It starts: {snippet(body)!r}. Expected: {BLOCK_HINT}."
         )
-        return []
-    calls: list[ToolCall] = []
+        return _kept(problems.unreadable(reason))
+    outcomes: list[CallOutcome] = []
     for value in values:
         read = read_call_object(value)
         if isinstance(read, ToolCall):
-            calls.append(read)
-        elif isinstance(read, str):
-            problems.add(f"The <tool_call> block at {where} cannot be used: {read}. Expected: {BLOCK_HINT}.")
+            outcomes.append(read)
+            continue
+        if isinstance(read, str):
+            reason = f"The <tool_call> block at {where} cannot be used: {read}. Expected: {BLOCK_HINT}."
         else:
-            problems.add(
+            reason = (
                 f"The <tool_call> block at {where} holds JSON that is not a tool call (it needs a \"name\"): "
                 f"{snippet(body, 60)!r}. Expected: {BLOCK_HINT}."
             )
-    return calls
+        name, call_id = call_identity(value)
+        outcomes.extend(_kept(problems.unreadable(reason, name=name, call_id=call_id)))
+    return outcomes
+
+
+def _kept(outcome: CallOutcome | None) -> list[CallOutcome]:
+    """``[outcome]``, or nothing once the problem cap dropped it."""
+    return [] if outcome is None else [outcome]
 
 
 def _matching_paren(text: str, open_index: int, limit: int) -> int | None:
@@ -308,9 +318,9 @@ def _inside(blocks: Sequence[ToolCallBlock], starts: Sequence[int], index: int) 
     return i >= 0 and index < blocks[i].end
 
 
-def scan_text_calls(text: str, problems: Problems) -> list[tuple[int, ToolCall]]:
-    """All ``<tool_call>`` blocks and ``Action:`` calls in ``text`` with their positions."""
-    found: list[tuple[int, ToolCall]] = []
+def scan_text_calls(text: str, problems: Problems) -> list[tuple[int, CallOutcome]]:
+    """Every call of the ``<tool_call>`` blocks and ``Action:`` lines in ``text``, readable or not, with its position."""
+    found: list[tuple[int, CallOutcome]] = []
     lines = LineIndex(text)
     blocks = find_tool_call_blocks(text)
     for block in blocks:
@@ -324,10 +334,10 @@ def scan_text_calls(text: str, problems: Problems) -> list[tuple[int, ToolCall]]
         read = read_action_call(text[match.end() : end])
         if isinstance(read, ToolCall):
             found.append((match.start(), read))
-        else:
-            problems.add(
-                f"The Action at line {lines.line(match.start())} could not be read: {read}. Expected: {ACTION_HINT}."
-            )
+            continue
+        head = _CALL_HEAD.match(text, match.end(), end)
+        reason = f"The Action at line {lines.line(match.start())} could not be read: {read}. Expected: {ACTION_HINT}."
+        found.extend((match.start(), o) for o in _kept(problems.unreadable(reason, name=head.group(1) if head else None)))
     found.sort(key=lambda item: item[0])
     return found
 
@@ -361,4 +371,4 @@ class TextParser(PromptedParser):
         problems = Problems()
         native = read_native_calls(native_calls, problems)
         found = scan_text_calls(text, problems)
-        return ParseResult(calls=(*native, *(call for _, call in found)), errors=problems.result())
+        return ParseResult(outcomes=(*native, *(outcome for _, outcome in found)), problems=problems.result())

@@ -167,6 +167,54 @@ def test_bad_arguments_are_answered_with_errors_that_name_the_problem(
     assert len(agent.context.tool_history) == 6
 
 
+def test_an_unreadable_text_call_is_answered_under_its_id_among_the_others(
+    agent_dataset: Dataset, agent_evaluator: Evaluator
+) -> None:
+    """Prompted formats: the model's second call is ``call_1`` whether or not it could be read."""
+    calls = 'Action: evaluate_formulas(expressions=["c*x0*x1"])\nAction: evaluate_formulas(expressions=c*x0)\nAction: best_formulas(k=1)'
+    done = 'Action: submit_formula(expression="c*x0*x1", rationale="it fits")'
+    result, _, server, _ = run_script([chat_completion(calls), chat_completion(done)], agent_dataset, agent_evaluator, tool_mode="text")
+
+    assert result.stop_reason == "submitted"
+    assert (result.tool_calls, result.failed_tool_calls) == (4, 1)  # the unreadable call counts, as a native one does
+    assistant, answer = sent(server, 1)[-2:]
+    assert assistant == {"role": "assistant", "content": calls}
+    content = answer["content"]
+    assert answer["role"] == "user" and content.startswith("Tool results:")
+    assert "[call_0] evaluate_formulas: ok" in content
+    assert "[call_1] evaluate_formulas: failed\nERROR (invalid_tool_call): The Action at line 2 could not be read" in content
+    assert "put text in quotes" in content
+    assert "[call_2] best_formulas: ok" in content
+    assert content.index("[call_0]") < content.index("[call_1]") < content.index("[call_2]")
+    assert "could not be read:\n-" not in content  # no separate list of reply problems
+
+
+def test_text_fallback_calls_are_answered_as_tool_messages_readable_or_not() -> None:
+    """Calls read from text by the ``openai`` parser: every id in the assistant turn gets its answer."""
+    registry = ToolRegistry()
+
+    @registry.tool(description="Look up a fact.", read_only=True, idempotent=True)
+    def lookup(key: str) -> dict[str, Any]:
+        return {"key": key, "value": len(key)}
+
+    reply = (
+        'Two lookups: <tool_call>{"name": "lookup", "arguments": {"key": "ab"}}</tool_call>\n'
+        '<tool_call>{"name": "lookup", "arguments": "not json"}</tool_call>'
+    )
+    with ScriptedChatServer([chat_completion(reply), chat_completion("Done.")]) as server:
+        context = Context(system="s", messages=[{"role": "user", "content": "Go."}])
+        parser = get_parser("openai", text_fallback=True)
+        agent = Agent(model_for(server), parser, registry.open_catalog(), context, AgentLimits(max_turns=2))
+        result = agent.run()
+        assistant, *answers = sent(server, 1)[-3:]
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_0", "call_1"]
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["lookup", "lookup"]
+    assert [(m["role"], m["tool_call_id"]) for m in answers] == [("tool", "call_0"), ("tool", "call_1")]
+    assert answers[0]["content"].startswith("key: ab")
+    assert answers[1]["content"].startswith("ERROR (invalid_tool_call): The tool call at line 2 cannot be used")
+    assert (result.tool_calls, result.failed_tool_calls) == (2, 1)
+
+
 def test_prose_gets_nudges_then_the_run_stops(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
     script = [chat_completion("I think it is a product."), chat_completion("Still thinking."), chat_completion("Hmm.")]
     result, agent, server, _ = run_script(script, agent_dataset, agent_evaluator, limits=AgentLimits(max_prose_turns=3))

@@ -277,6 +277,12 @@ def test_responses_feed_the_parsers(context: Context, tools, env) -> None:
     assert [c.name for c in parsed.calls] == ["evaluate_formulas"]
     assert dict(parsed.calls[0].arguments) == {"formulas": ["a*x"]}
     assert len(parsed.errors) == 1  # the unreadable arguments are reported to the model
+    # One outcome per native call, in order, each under the id the provider gave it.
+    assert [type(o).__name__ for o in parsed.outcomes] == ["ToolCall", "UnreadableCall"]
+    assert [o.id for o in parsed.outcomes] == ["c1", "c2"]
+    unreadable = parsed.outcomes[1]
+    assert isinstance(unreadable, parsers.UnreadableCall) and unreadable.name == "evaluate_formulas"
+    assert "(id c2)" in unreadable.reason and parsed.problems == ()
     from_text = parsers.get_parser("json").parse(prompted.text)
     assert [(c.name, dict(c.arguments)) for c in from_text.calls] == [("evaluate_formulas", {"formulas": ["a*x"]})]
 

@@ -207,6 +207,35 @@ def test_openai_assistant_message_round_trips_through_parse() -> None:
     assert again == result
 
 
+def test_openai_assistant_message_keeps_native_calls_as_sent() -> None:
+    """The history shows what the model wrote, broken arguments included, under the ids parse returned."""
+    parser = get_parser("openai")
+    native = [
+        {"id": "c1", "type": "function", "function": {"name": "fit", "arguments": '{"k":1}'}},
+        {"id": "c2", "type": "function", "function": {"name": "fit", "arguments": '{"k": '}},
+    ]
+    result = parser.parse("", native)
+    message = parser.assistant_message("", result.outcomes, native_calls=native)
+    assert message["tool_calls"] == native and message["tool_calls"][0] is not native[0]
+    assert [c["id"] for c in message["tool_calls"]] == [o.id for o in result.outcomes]
+
+
+def test_openai_assistant_message_renders_unreadable_text_calls_under_their_ids() -> None:
+    parser = get_parser("openai", text_fallback=True)
+    result = parser.parse('{"tool": "a", "params": {"k": 1}} {"tool": "b", "params": [1]}')
+    assert [type(o).__name__ for o in result.outcomes] == ["ToolCall", "UnreadableCall"]
+    message = parser.assistant_message("text", result.outcomes)
+    assert message["tool_calls"] == [
+        {"id": "call_0", "type": "function", "function": {"name": "a", "arguments": '{"k": 1}'}},
+        {"id": "call_1", "type": "function", "function": {"name": "b", "arguments": "{}"}},
+    ]
+
+
+def test_only_openai_answers_each_call_in_its_own_message() -> None:
+    assert get_parser("openai").answers_each_call is True
+    assert get_parser("json").answers_each_call is False and get_parser("text").answers_each_call is False
+
+
 def test_openai_assistant_message_without_calls_or_text() -> None:
     assert get_parser("openai").assistant_message("", []) == {"role": "assistant", "content": None}
 
@@ -278,6 +307,24 @@ def test_parse_turns_an_internal_bug_into_an_error() -> None:
     assert result.calls == () and len(result.errors) == 1 and "KeyError" in result.errors[0]
 
 
+def test_an_internal_bug_still_answers_every_native_call_by_id() -> None:
+    """The loop answers native calls by id, so even a parser bug leaves none unanswered."""
+    result = _BuggyParser().parse("anything", [{"id": "n1", "function": {}}, {"id": " "}, 7])
+    assert [(type(o).__name__, o.id) for o in result.outcomes] == [
+        ("UnreadableCall", "n1"),
+        ("UnreadableCall", "call_1"),
+        ("UnreadableCall", "call_2"),
+    ]
+    assert all("KeyError" in u.reason for u in result.unreadable) and result.problems == ()
+
+
+def test_a_refused_reply_text_still_reads_the_native_calls() -> None:
+    native = [{"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}}]
+    result = get_parser("json").parse(12345, native)
+    assert [c.id for c in result.calls] == ["c1"]
+    assert len(result.problems) == 1 and "not str" in result.problems[0]
+
+
 def test_action_values_are_never_evaluated(tmp_path: Any) -> None:
     marker = tmp_path / "pwned"
     text = f"Action: fit(a=open({str(marker)!r}, 'w').write('x'))\nAction: fit(b=__import__('os').system('touch {marker}'))"
@@ -296,4 +343,4 @@ def test_parse_result_is_frozen() -> None:
     result = ParseResult()
     with pytest.raises(AttributeError):
         result.calls = (ToolCall("x"),)  # type: ignore[misc]
-    assert result.ok and not ParseResult(errors=("e",)).ok
+    assert result.ok and not ParseResult(problems=("e",)).ok

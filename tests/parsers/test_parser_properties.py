@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sr_dist.parsers import ParseResult, get_parser
+from sr_dist.parsers import ParseResult, UnreadableCall, get_parser
 from sr_dist.tools.types import ToolCall
 
 PARSERS = [get_parser("openai"), get_parser("openai", text_fallback=True), get_parser("json"), get_parser("text")]
@@ -79,6 +79,14 @@ def check_shape(result: Any) -> None:
         json.dumps(call.arguments)  # plain JSON data, nothing else
         assert isinstance(call.id, str) and call.id
     assert len({c.id for c in result.calls}) == len(result.calls)
+    for outcome in result.outcomes:
+        assert isinstance(outcome, (ToolCall, UnreadableCall))
+        if isinstance(outcome, UnreadableCall):
+            assert outcome.name is None or (isinstance(outcome.name, str) and outcome.name.strip())
+            assert isinstance(outcome.reason, str) and outcome.reason.strip()
+    ids = [o.id for o in result.outcomes]
+    assert all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids), ids
+    assert result.errors == (*(u.reason for u in result.unreadable), *result.problems)
     for error in result.errors:
         assert isinstance(error, str) and error.strip()
         # The catch-all in BaseParser.parse is a last resort: the parsers themselves must not raise.
@@ -92,6 +100,17 @@ def test_parse_never_raises_and_returns_well_formed_results(text: str, native: A
         first = parser.parse(text, native)
         check_shape(first)
         assert parser.parse(text, native) == first  # no hidden state between calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=st.lists(native_item, max_size=6))
+def test_every_native_call_gets_exactly_one_outcome_under_its_id(items: list[Any]) -> None:
+    """The loop answers native calls by id, so none may be dropped, merged or renamed."""
+    native = [{**item, "id": f"n{i}"} if isinstance(item, dict) else item for i, item in enumerate(items)]
+    result = get_parser("openai").parse("", native)
+    assert len(result.outcomes) == len(native)
+    for i, (item, outcome) in enumerate(zip(native, result.outcomes)):
+        assert outcome.id == (f"n{i}" if isinstance(item, dict) else f"call_{i}")
 
 
 @settings(max_examples=100, deadline=None)
