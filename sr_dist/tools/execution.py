@@ -307,7 +307,12 @@ def _finish(plan: CallPlan, value: Any, start: float) -> ToolCallResult:
             )
     try:
         return value_result(
-            plan.name, value, elapsed_s=_elapsed(start), max_chars=plan.max_chars, formatter=plan.formatter
+            plan.name,
+            value,
+            elapsed_s=_elapsed(start),
+            max_chars=plan.max_chars,
+            formatter=plan.formatter,
+            evaluated=plan.metadata.evaluated,
         )
     except Exception as exc:  # noqa: BLE001 - a broken custom formatter is the tool's failure
         return _raised(plan, exc, start)

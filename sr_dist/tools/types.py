@@ -16,6 +16,7 @@ ERROR_KINDS = frozenset(
     {
         "invalid_tool_call",  # unknown tool, arguments that break the schema, unreadable call
         "tool_error",  # the implementation raised, or returned a failure envelope / bad output
+        "tool_protocol_violation",  # a result that breaks Thea's envelope rules (see outcomes.py)
         "timeout",  # the call ran past its timeout
         "circuit_open",  # a circuit breaker refused the call without running it
         "cancelled",  # the run's cancellation event was set
