@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, overload
@@ -134,6 +134,15 @@ class ToolCatalog:
     def __repr__(self) -> str:
         return f"ToolCatalog({', '.join(self._entries)})"
 
+    def __await__(self) -> Generator[Any, None, ToolCatalog]:
+        """``await registry.open_catalog()`` (jharness's spelling) is the catalog itself.
+
+        Opening a snapshot never waits, so the sync call stays the primary one; this only lets
+        async code written for jharness await it.
+        """
+        return self
+        yield  # pragma: no cover - makes this a generator; never reached
+
     # --- what the model may call -----------------------------------------------------------
 
     def bind(self, call: ToolCall) -> BoundCall:
@@ -246,7 +255,7 @@ class ToolRegistry:
         return decorate(fn) if fn is not None else decorate
 
     def open_catalog(self) -> ToolCatalog:
-        """An immutable snapshot; later registrations do not change it."""
+        """An immutable snapshot; later registrations do not change it (also awaitable)."""
         with self._lock:
             return ToolCatalog(self._entries)
 
