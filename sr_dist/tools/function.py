@@ -14,9 +14,18 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sr_dist.tools.execution import CallPlan, run_async, run_coroutine_blocking, run_sync
+from sr_dist.tools.execution import (
+    CallPlan,
+    run_async,
+    run_coroutine_blocking,
+    run_sync,
+)
 from sr_dist.tools.formatting import format_result_dict
-from sr_dist.tools.kernel import ToolExecution, adapt_kernel_function, is_kernel_function
+from sr_dist.tools.kernel import (
+    ToolExecution,
+    adapt_kernel_function,
+    is_kernel_function,
+)
 from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.outcomes import exception_reason, with_meta
 from sr_dist.tools.schema import infer_parameters, parse_docstring

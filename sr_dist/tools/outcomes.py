@@ -132,9 +132,12 @@ def protocol_violation(value: Any, *, evaluated: bool = False) -> str | None:
     A mapping without a ``success`` key is not an envelope and only meets the ``evaluated``
     rule. ``None`` as a field's value does not count as a value.
     """
-    if isinstance(value, Mapping) and value.get("success") is True:
-        if not any(v is not None for k, v in value.items() if k != "success"):
-            return "a success needs at least one value field beyond 'success' (e.g. 'observation' or 'run_id')"
+    if (
+        isinstance(value, Mapping)
+        and value.get("success") is True
+        and not any(v is not None for k, v in value.items() if k != "success")
+    ):
+        return "a success needs at least one value field beyond 'success' (e.g. 'observation' or 'run_id')"
     if is_envelope_failure(value):
         if not _reason_text(value.get("reason")):
             return "a failure needs a non-empty 'reason' that says what went wrong"

@@ -144,8 +144,10 @@ def _describe(error: jsonschema.ValidationError, noun: str) -> list[str]:
     prefix = f"{noun} {where!r}: " if where else ""
     if _wants_integer(error) and _whole_float(error.instance):
         return [
-            f"{prefix}{error.instance!r} is too large to be an exact integer; "
-            "send it as an integer without a decimal point or exponent"
+            (
+                f"{prefix}{error.instance!r} is too large to be an exact integer; "
+                "send it as an integer without a decimal point or exponent"
+            )
         ]
     # At the root the missing/unexpected things are themselves arguments; deeper they are fields.
     item = "field" if where else noun

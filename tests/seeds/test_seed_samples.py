@@ -36,8 +36,8 @@ from sr_dist.tools import (
     ToolRegistry,
     ToolRunAbort,
     function_tool,
+    kernel,
 )
-from sr_dist.tools import kernel
 from sr_dist.tools.mcp.config import parse_servers
 from tests.seeds.samples import SEEDS_DIR, Sample, load_samples, run_python
 

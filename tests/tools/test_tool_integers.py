@@ -23,7 +23,12 @@ from sr_dist.tools import (
     ToolMetadata,
     ToolRegistry,
 )
-from sr_dist.tools.validation import MAX_EXACT_INTEGER, argument_errors, check_arguments, compile_parameters
+from sr_dist.tools.validation import (
+    MAX_EXACT_INTEGER,
+    argument_errors,
+    check_arguments,
+    compile_parameters,
+)
 
 
 class Countdown(BaseTool):

@@ -134,7 +134,7 @@ def test_detection_and_schema_rules() -> None:
     def keywords(text: str) -> dict[str, Any]:
         return {"text": text}
 
-    def by_name(call: "ToolCall", context: "ToolContext") -> Any:
+    def by_name(call: "ToolCall", context: "ToolContext") -> Any:  # noqa: UP037 - written annotations on purpose
         return None
 
     assert not is_kernel_function(keywords)
