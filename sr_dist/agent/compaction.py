@@ -44,7 +44,16 @@ COMPACTED = "[compacted]"
 
 #: meta_data keys kept in ``tool_history`` (timings and tracebacks are dropped: they differ
 #: between a run and its replay and can be large).
-_STABLE_META = ("tool", "call_id", "truncated", "error_kind", "model_visible", "exception", "output_invalid")
+_STABLE_META = (
+    "tool",
+    "call_id",
+    "truncated",
+    "error_kind",
+    "model_visible",
+    "exception",
+    "output_invalid",
+    "post_condition",  # a BuiltinTool's hidden check: recorded, never shown to the model
+)
 
 
 @dataclass(frozen=True)

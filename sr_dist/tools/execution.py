@@ -29,7 +29,7 @@ from sr_dist.tools.formatting import format_result_dict
 from sr_dist.tools.metadata import Tool, ToolMetadata
 from sr_dist.tools.outcomes import exception_reason, failure_result, value_result
 from sr_dist.tools.types import ErrorKind, ToolCallResult, ToolRunAbort
-from sr_dist.tools.validation import argument_errors, output_errors
+from sr_dist.tools.validation import check_arguments, output_errors
 
 __all__ = [
     "CallPlan",
@@ -231,20 +231,25 @@ def _cancelled(plan: CallPlan, start: float, when: str) -> ToolCallResult:
     )
 
 
-def _precheck(plan: CallPlan, arguments: Mapping[str, Any], start: float) -> ToolCallResult | None:
-    """Refuse before running: cancelled run, or arguments that cannot be bound."""
+def _precheck(
+    plan: CallPlan, arguments: Mapping[str, Any], start: float
+) -> tuple[ToolCallResult | None, dict[str, Any]]:
+    """Refuse before running (cancelled run, arguments that cannot be bound), or hand back the
+    arguments as they will be passed (whole floats the schema wants as integers are ints)."""
     if is_cancel_requested(context_value(plan.context, "cancel_event")):
-        return _cancelled(plan, start, "before it ran")
+        return _cancelled(plan, start, "before it ran"), {}
     reasons: list[str] = []
+    bound = dict(arguments)
     if plan.input_validator is not None:
-        reasons = argument_errors(plan.input_validator, arguments)
+        checked = check_arguments(plan.input_validator, arguments)
+        reasons, bound = list(checked.reasons), dict(checked.arguments)
     if not reasons and plan.signature is not None:
         try:
-            plan.signature.bind(**arguments)
+            plan.signature.bind(**bound)
         except TypeError as exc:
             reasons = [str(exc)]
     if reasons:
-        return failure_result(
+        refusal = failure_result(
             plan.name,
             ErrorKind.INVALID_TOOL_CALL,
             f"invalid call to {plan.name!r}: " + "; ".join(reasons),
@@ -252,7 +257,8 @@ def _precheck(plan: CallPlan, arguments: Mapping[str, Any], start: float) -> Too
             max_chars=plan.max_chars,
             model_visible=True,
         )
-    return None
+        return refusal, {}
+    return None, bound
 
 
 def _timed_out(plan: CallPlan, start: float, timeout_s: float) -> ToolCallResult:
@@ -302,7 +308,12 @@ def _finish(plan: CallPlan, value: Any, start: float) -> ToolCallResult:
             )
     try:
         return value_result(
-            plan.name, value, elapsed_s=_elapsed(start), max_chars=plan.max_chars, formatter=plan.formatter
+            plan.name,
+            value,
+            elapsed_s=_elapsed(start),
+            max_chars=plan.max_chars,
+            formatter=plan.formatter,
+            evaluated=plan.metadata.evaluated,
         )
     except Exception as exc:  # noqa: BLE001 - a broken custom formatter is the tool's failure
         return _raised(plan, exc, start)
@@ -311,11 +322,10 @@ def _finish(plan: CallPlan, value: Any, start: float) -> ToolCallResult:
 def run_sync(target: Callable[..., Any], arguments: Mapping[str, Any], plan: CallPlan) -> ToolCallResult:
     """Call ``target(**arguments)`` from sync code and return its ``ToolCallResult``."""
     start = time.perf_counter()
-    early = _precheck(plan, arguments, start)
+    early, kwargs = _precheck(plan, arguments, start)
     if early is not None:
         return early
     timeout_s = plan.metadata.timeout_s
-    kwargs = dict(arguments)
     try:
         if _is_async(target):
             value = run_coroutine_blocking(_within(target(**kwargs), timeout_s))
@@ -335,11 +345,10 @@ def run_sync(target: Callable[..., Any], arguments: Mapping[str, Any], plan: Cal
 async def run_async(target: Callable[..., Any], arguments: Mapping[str, Any], plan: CallPlan) -> ToolCallResult:
     """Await ``target(**arguments)`` (a sync target runs in a worker thread) and return its result."""
     start = time.perf_counter()
-    early = _precheck(plan, arguments, start)
+    early, kwargs = _precheck(plan, arguments, start)
     if early is not None:
         return early
     timeout_s = plan.metadata.timeout_s
-    kwargs = dict(arguments)
     try:
         if _is_async(target):
             value = await _within(target(**kwargs), timeout_s)

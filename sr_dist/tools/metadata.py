@@ -30,6 +30,8 @@ class ToolMetadata:
     ``description`` and ``parameters`` may be left ``None`` on a class tool: they are then inferred
     from ``execute`` (explicit values always win). ``idempotent`` allows :class:`RetryingTool` to
     retry; ``timeout_s`` bounds one call; ``max_result_chars`` bounds ``result_str``.
+    ``evaluated`` marks a tool whose runs an evaluator checks afterwards (Thea's "evaluated
+    physical tool"): each success must carry a non-empty ``run_id`` to check it by.
     """
 
     name: str
@@ -40,6 +42,7 @@ class ToolMetadata:
     read_only: bool = False
     timeout_s: float | None = None
     max_result_chars: int = 8000
+    evaluated: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.match(self.name):
@@ -50,6 +53,8 @@ class ToolMetadata:
             value = getattr(self, field_name)
             if value is not None and not isinstance(value, Mapping):
                 raise ValueError(f"tool {self.name!r}: {field_name} must be a JSON Schema object (a mapping)")
+        if not isinstance(self.evaluated, bool):
+            raise ValueError(f"tool {self.name!r}: evaluated must be True or False, got {self.evaluated!r}")
         if self.timeout_s is not None and (
             isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) or not self.timeout_s > 0
         ):

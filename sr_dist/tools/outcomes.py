@@ -1,9 +1,15 @@
 """Building ``ToolCallResult`` values: successes, the two kinds of failure, and their metadata.
 
 Two kinds of failure matter downstream. An *implementation failure* (an exception, a timeout, an
-output that breaks the declared schema) is the tool's fault: retries and circuit breakers react
-to it. A *model-visible failure* (the tool returned ``{"success": False, "reason": ...}``) is a
-normal answer the model should read and act on; it is marked ``meta_data["model_visible"]``.
+output that breaks the declared schema or the envelope rules) is the tool's fault: retries and
+circuit breakers react to it. A *model-visible failure* (the tool returned ``{"success": False,
+"reason": ...}``) is a normal answer the model should read and act on; it is marked
+``meta_data["model_visible"]``.
+
+Thea's envelope rules (:func:`protocol_violation`) hold for every value a tool returns: a
+``{"success": True, ...}`` needs a value field beyond ``success``, a ``{"success": False, ...}``
+needs a non-empty ``reason``, and a tool declared ``evaluated`` must return a non-empty
+``run_id`` when it succeeds. A result that breaks them is ``tool_protocol_violation``.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ __all__ = [
     "exception_reason",
     "is_envelope_failure",
     "is_implementation_failure",
+    "protocol_violation",
     "with_meta",
     "IMPLEMENTATION_ERROR_KINDS",
 ]
 
 #: Failure kinds that say "the implementation misbehaved" (when not model-visible).
-IMPLEMENTATION_ERROR_KINDS = frozenset({ErrorKind.TOOL_ERROR, ErrorKind.TIMEOUT})
+IMPLEMENTATION_ERROR_KINDS = frozenset({ErrorKind.TOOL_ERROR, ErrorKind.TIMEOUT, ErrorKind.TOOL_PROTOCOL_VIOLATION})
 
 
 def _bounded(text: str, max_chars: int) -> tuple[str, int]:
@@ -97,13 +104,53 @@ def is_envelope_failure(value: Any) -> bool:
     return isinstance(value, Mapping) and value.get("success") is False
 
 
+def _reason_text(reason: Any) -> str:
+    """The failure envelope's reason as text; empty when there is none to speak of."""
+    if reason is None:
+        return ""
+    if isinstance(reason, str):
+        return reason.strip()
+    if isinstance(reason, (Mapping, list, tuple, set, frozenset)) and not reason:
+        return ""
+    return format_result_dict(reason).strip()
+
+
 def _envelope_reason(value: Mapping[str, Any], formatter: Callable[[Any], str]) -> str:
-    reason = value.get("reason")
-    reason_text = reason.strip() if isinstance(reason, str) else ("" if reason is None else format_result_dict(reason))
     rest = {k: v for k, v in value.items() if k not in ("success", "reason")}
-    if not reason_text:
-        reason_text = "the tool reported a failure without giving a reason"
-    return reason_text + ("\n" + formatter(rest) if rest else "")
+    return _reason_text(value.get("reason")) + ("\n" + formatter(rest) if rest else "")
+
+
+def _has_run_id(value: Any) -> bool:
+    run_id = value.get("run_id") if isinstance(value, Mapping) else None
+    if isinstance(run_id, str):
+        return bool(run_id.strip())
+    return isinstance(run_id, int) and not isinstance(run_id, bool)
+
+
+def protocol_violation(value: Any, *, evaluated: bool = False) -> str | None:
+    """Which of Thea's envelope rules ``value`` breaks, or ``None`` when it keeps them all.
+
+    A mapping without a ``success`` key is not an envelope and only meets the ``evaluated``
+    rule. ``None`` as a field's value does not count as a value.
+    """
+    if (
+        isinstance(value, Mapping)
+        and value.get("success") is True
+        and not any(v is not None for k, v in value.items() if k != "success")
+    ):
+        return "a success needs at least one value field beyond 'success' (e.g. 'observation' or 'run_id')"
+    if is_envelope_failure(value):
+        if not _reason_text(value.get("reason")):
+            return "a failure needs a non-empty 'reason' that says what went wrong"
+        return None
+    if evaluated and not _has_run_id(value):
+        return "the tool is declared evaluated, so a success must return a non-empty 'run_id'"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = format_result_dict(value)
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def value_result(
@@ -113,9 +160,22 @@ def value_result(
     elapsed_s: float,
     max_chars: int,
     formatter: Callable[[Any], str] = format_result_dict,
+    evaluated: bool = False,
     **meta: Any,
 ) -> ToolCallResult:
-    """The result for a value ``execute`` returned: a failure envelope fails, anything else succeeds."""
+    """The result for a value ``execute`` returned: a failure envelope fails, a value that breaks
+    the envelope rules is ``tool_protocol_violation``, anything else succeeds."""
+    why = protocol_violation(value, evaluated=evaluated)
+    if why is not None:
+        return failure_result(
+            tool,
+            ErrorKind.TOOL_PROTOCOL_VIOLATION,
+            f"tool {tool!r} broke the tool result protocol: {why}; it returned {_shown(value)}",
+            elapsed_s=elapsed_s,
+            max_chars=max_chars,
+            result=value,
+            **meta,
+        )
     if is_envelope_failure(value):
         return failure_result(
             tool,

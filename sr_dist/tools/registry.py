@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, overload
@@ -22,7 +22,7 @@ from sr_dist.tools.function import FunctionTool
 from sr_dist.tools.metadata import Tool, ToolMetadata
 from sr_dist.tools.outcomes import failure_result, with_meta
 from sr_dist.tools.types import ErrorKind, ToolCall, ToolCallResult, ToolError, ToolSpec
-from sr_dist.tools.validation import argument_errors, compile_parameters, compile_schema, output_errors
+from sr_dist.tools.validation import check_arguments, compile_parameters, compile_schema, output_errors
 
 __all__ = ["ToolRegistry", "ToolCatalog", "BoundCall"]
 
@@ -134,10 +134,23 @@ class ToolCatalog:
     def __repr__(self) -> str:
         return f"ToolCatalog({', '.join(self._entries)})"
 
+    def __await__(self) -> Generator[Any, None, ToolCatalog]:
+        """``await registry.open_catalog()`` (jharness's spelling) is the catalog itself.
+
+        Opening a snapshot never waits, so the sync call stays the primary one; this only lets
+        async code written for jharness await it.
+        """
+        return self
+        yield  # pragma: no cover - makes this a generator; never reached
+
     # --- what the model may call -----------------------------------------------------------
 
     def bind(self, call: ToolCall) -> BoundCall:
-        """Check ``call`` before anything runs; ``ToolError`` for an unknown tool or bad arguments."""
+        """Check ``call`` before anything runs; ``ToolError`` for an unknown tool or bad arguments.
+
+        ``BoundCall.arguments`` are what the tool will receive: a whole float such as ``5.0``
+        where the schema wants an integer is ``5`` there (see :func:`check_arguments`).
+        """
         entry = self._entries.get(call.name)
         if entry is None:
             known = ", ".join(self._entries) or "(none)"
@@ -146,16 +159,16 @@ class ToolCatalog:
                 tool=call.name,
                 reasons=(f"unknown tool {call.name!r}",),
             )
-        reasons = argument_errors(entry.input_validator, call.arguments)
-        if reasons:
+        checked = check_arguments(entry.input_validator, call.arguments)
+        if checked.reasons:
             raise ToolError(
-                f"invalid call to {call.name!r}: " + "; ".join(reasons), tool=call.name, reasons=tuple(reasons)
+                f"invalid call to {call.name!r}: " + "; ".join(checked.reasons), tool=call.name, reasons=checked.reasons
             )
         return BoundCall(
             call=call,
             spec=entry.spec(),
             tool=entry.tool,
-            arguments=dict(call.arguments),
+            arguments=dict(checked.arguments),
             output_validator=entry.output_validator,
         )
 
@@ -242,7 +255,7 @@ class ToolRegistry:
         return decorate(fn) if fn is not None else decorate
 
     def open_catalog(self) -> ToolCatalog:
-        """An immutable snapshot; later registrations do not change it."""
+        """An immutable snapshot; later registrations do not change it (also awaitable)."""
         with self._lock:
             return ToolCatalog(self._entries)
 

@@ -91,9 +91,10 @@ class _ToolWrapper:
 class RetryingTool(_ToolWrapper):
     """Retry an idempotent tool's implementation failures with exponential backoff and jitter.
 
-    ``attempt_timeout_s`` bounds each attempt (a sync attempt runs in a worker thread). A
-    failure envelope, an invalid call, a cancelled run or an open circuit is returned at once.
-    ``meta_data["attempts"]`` says how many attempts ran.
+    ``attempt_timeout_s`` bounds each attempt (a sync attempt runs in a worker thread);
+    ``attempt_timeout_seconds`` is jharness's name for it. A failure envelope, an invalid call,
+    a cancelled run or an open circuit is returned at once. ``meta_data["attempts"]`` says how
+    many attempts ran.
     """
 
     def __init__(
@@ -105,7 +106,15 @@ class RetryingTool(_ToolWrapper):
         *,
         max_backoff_s: float = 30.0,
         rng: random.Random | None = None,
+        attempt_timeout_seconds: float | None = None,
     ) -> None:
+        if attempt_timeout_seconds is not None:
+            if attempt_timeout_s is not None and attempt_timeout_s != attempt_timeout_seconds:
+                raise ValueError(
+                    f"attempt_timeout_s={attempt_timeout_s!r} and attempt_timeout_seconds={attempt_timeout_seconds!r} "
+                    "disagree; they are one setting, give only one"
+                )
+            attempt_timeout_s = attempt_timeout_seconds
         if not isinstance(tool, Tool):
             raise TypeError(f"RetryingTool wraps a tool (metadata + acall), got {tool!r}")
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:

@@ -24,6 +24,8 @@ class ErrorKind(StrEnum):
     INVALID_TOOL_CALL = "invalid_tool_call"
     #: The implementation raised, returned a failure envelope, or broke its output schema.
     TOOL_ERROR = "tool_error"
+    #: A result that breaks Thea's envelope rules (see ``sr_dist.tools.outcomes``).
+    TOOL_PROTOCOL_VIOLATION = "tool_protocol_violation"
     #: The call ran past its timeout.
     TIMEOUT = "timeout"
     #: A circuit breaker refused the call without running it.

@@ -3,13 +3,19 @@
 Schemas are checked eagerly (a broken schema or a ``$ref`` that points nowhere is a
 ``ValueError`` when the tool is defined, not a surprise mid-run) and never fetch remote
 references. Validation errors are turned into short reasons that name the failing argument.
+
+Integers: JSON Schema counts ``5.0`` as an integer, Python does not (``range(5.0)`` raises).
+Input validators therefore treat only ``int`` as ``integer``, and :func:`check_arguments`
+turns a whole float the schema wants as an integer into an ``int`` when a call is bound, so
+the tool receives ``5``; a float it cannot turn exactly is refused there, as the model's error.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Iterator
+from dataclasses import dataclass
+from typing import Any, Iterator, cast
 
 import jsonschema  # type: ignore[import-untyped]  # jsonschema ships no type stubs
 import referencing
@@ -17,10 +23,36 @@ import referencing.exceptions
 import referencing.jsonschema
 from jsonschema import Draft202012Validator
 
-__all__ = ["compile_schema", "compile_parameters", "argument_errors", "output_errors", "describe_errors"]
+__all__ = [
+    "compile_schema",
+    "compile_parameters",
+    "check_arguments",
+    "CheckedArguments",
+    "argument_errors",
+    "output_errors",
+    "describe_errors",
+    "MAX_EXACT_INTEGER",
+]
 
 _MAX_ERRORS = 5
 _MAX_MESSAGE = 240
+#: Whole floats up to this magnitude are exactly the integer the model wrote; beyond it a
+#: float may already have rounded (``12345678901234567890.0``), so it is refused, not turned.
+MAX_EXACT_INTEGER = 2**53
+#: Coercion passes per call (a coerced value can make a conditional subschema apply).
+_MAX_COERCION_PASSES = 8
+
+
+def _is_python_int(checker: Any, instance: Any) -> bool:
+    del checker
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+#: Draft 2020-12 where ``integer`` means a Python ``int`` (``5.0`` is a number, not an integer).
+_InputValidator = jsonschema.validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_python_int),
+)
 
 
 def _refs(node: Any, resolver: Any) -> Iterator[tuple[str, Any]]:
@@ -45,6 +77,10 @@ def _refs(node: Any, resolver: Any) -> Iterator[tuple[str, Any]]:
 
 def compile_schema(schema: Mapping[str, Any], *, what: str = "schema") -> Draft202012Validator:
     """A validator for ``schema``; ``ValueError`` if the schema is invalid or a ``$ref`` dangles."""
+    return _compile(schema, what, Draft202012Validator)
+
+
+def _compile(schema: Mapping[str, Any], what: str, kind: Any) -> Draft202012Validator:
     if not isinstance(schema, Mapping):
         raise ValueError(f"{what} must be a JSON Schema object, got {type(schema).__name__}")
     schema = copy.deepcopy(dict(schema))
@@ -63,17 +99,21 @@ def compile_schema(schema: Mapping[str, Any], *, what: str = "schema") -> Draft2
             scope.lookup(ref)
         except referencing.exceptions.Unresolvable as exc:
             raise ValueError(f"{what} has an unresolvable $ref {ref!r}: {exc}") from None
-    return Draft202012Validator(schema, registry=registry)
+    return cast(Draft202012Validator, kind(schema, registry=registry))
 
 
 def compile_parameters(schema: Mapping[str, Any], *, what: str = "input schema") -> Draft202012Validator:
-    """Like :func:`compile_schema`, and the schema must describe an object (keyword arguments)."""
+    """Like :func:`compile_schema`, and the schema must describe an object (keyword arguments).
+
+    The validator is Draft 2020-12 with ``integer`` meaning a Python ``int``, so that
+    :func:`check_arguments` can find the whole floats it must turn into ints.
+    """
     if not isinstance(schema, Mapping):
         raise ValueError(f"{what} must be a JSON Schema object, got {type(schema).__name__}")
     kind = schema.get("type")
     if kind != "object":
         raise ValueError(f'{what} must have "type": "object" (tools take named arguments), got {kind!r}')
-    return compile_schema(schema, what=what)
+    return _compile(schema, what, _InputValidator)
 
 
 def _clip(text: str) -> str:
@@ -90,9 +130,25 @@ def _path_text(path: Any) -> str:
     return text
 
 
+def _wants_integer(error: jsonschema.ValidationError) -> bool:
+    types = error.validator_value
+    return error.validator == "type" and (types == "integer" or (isinstance(types, list) and "integer" in types))
+
+
+def _whole_float(value: Any) -> bool:
+    return isinstance(value, float) and value.is_integer()
+
+
 def _describe(error: jsonschema.ValidationError, noun: str) -> list[str]:
     where = _path_text(error.absolute_path)
     prefix = f"{noun} {where!r}: " if where else ""
+    if _wants_integer(error) and _whole_float(error.instance):
+        return [
+            (
+                f"{prefix}{error.instance!r} is too large to be an exact integer; "
+                "send it as an integer without a decimal point or exponent"
+            )
+        ]
     # At the root the missing/unexpected things are themselves arguments; deeper they are fields.
     item = "field" if where else noun
     if error.validator == "required" and isinstance(error.instance, Mapping):
@@ -127,11 +183,82 @@ def describe_errors(validator: Draft202012Validator, instance: Any, noun: str) -
     return reasons
 
 
-def argument_errors(validator: Draft202012Validator, arguments: Any) -> list[str]:
-    """Why ``arguments`` do not fit a tool's input schema, each naming the argument."""
+@dataclass(frozen=True, slots=True)
+class CheckedArguments:
+    """A call's arguments as they will be passed, and why they cannot be (empty: they fit).
+
+    ``coerced`` names each argument path whose whole float was turned into an ``int``.
+    """
+
+    arguments: Mapping[str, Any]
+    reasons: tuple[str, ...] = ()
+    coerced: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+
+def _integer_spots(error: jsonschema.ValidationError, found: set[tuple[Any, ...]]) -> None:
+    """Paths where a subschema wants an integer and got a whole float it can take exactly."""
+    if _wants_integer(error) and _whole_float(error.instance) and abs(error.instance) <= MAX_EXACT_INTEGER:
+        found.add(tuple(error.absolute_path))
+    for sub in error.context or ():
+        _integer_spots(sub, found)
+
+
+def _with_value(node: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A copy of ``node`` with the value at ``path`` replaced (containers on the way are copied)."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(node, Mapping):
+        out = dict(node)
+        out[head] = _with_value(node[head], rest, value)
+        return out
+    items = list(node)
+    items[head] = _with_value(items[head], rest, value)
+    return tuple(items) if isinstance(node, tuple) else items
+
+
+def _value_at(node: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        node = node[part]
+    return node
+
+
+def check_arguments(validator: Draft202012Validator, arguments: Any) -> CheckedArguments:
+    """Bind-time check: whole floats where the schema wants integers become ints, then validate.
+
+    Coercion follows the schema as jsonschema applies it (``$ref``, ``items``, ``anyOf`` ...),
+    because the places are found from the validator's own errors. Only validators made by
+    :func:`compile_parameters` report those places; with another validator nothing is coerced.
+    """
     if not isinstance(arguments, Mapping):
-        return [f"arguments must be a JSON object of named arguments, got {type(arguments).__name__}"]
-    return describe_errors(validator, dict(arguments), "argument")
+        return CheckedArguments(
+            {}, (f"arguments must be a JSON object of named arguments, got {type(arguments).__name__}",)
+        )
+    current: dict[str, Any] = dict(arguments)
+    coerced: list[str] = []
+    for _ in range(_MAX_COERCION_PASSES):
+        spots: set[tuple[Any, ...]] = set()
+        for error in validator.iter_errors(current):
+            _integer_spots(error, spots)
+        if not spots:
+            break
+        for path in sorted(spots, key=lambda p: [str(part) for part in p]):
+            current = _with_value(current, path, int(_value_at(current, path)))
+            coerced.append(_path_text(path))
+    reasons = describe_errors(validator, current, "argument")
+    return CheckedArguments(current, tuple(reasons), tuple(coerced))
+
+
+def argument_errors(validator: Draft202012Validator, arguments: Any) -> list[str]:
+    """Why ``arguments`` do not fit a tool's input schema, each naming the argument.
+
+    Whole floats that :func:`check_arguments` would turn into integers are not errors.
+    """
+    return list(check_arguments(validator, arguments).reasons)
 
 
 def output_errors(validator: Draft202012Validator, result: Any) -> list[str]:
