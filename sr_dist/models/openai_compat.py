@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
-from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
+from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelResponse, Usage
 from sr_dist.models.options import (
     COMMON_KEYS,
     check_keys,
@@ -123,17 +123,17 @@ def _content_text(content: Any) -> str:
 def parse_chat_completion(body: Any) -> ModelResponse:
     """A chat completion JSON body as a :class:`ModelResponse`; unusable bodies raise :class:`ModelError`."""
     if not isinstance(body, Mapping):
-        raise ModelError(f"openai: the reply is not a JSON object: {str(body)[:200]!r}", kind="bad_response")
+        raise ModelError(f"openai: the reply is not a JSON object: {str(body)[:200]!r}", kind=ModelErrorKind.BAD_RESPONSE)
     choices = body.get("choices")
     if not choices and body.get("error") is not None:
         # Some gateways (OpenRouter) report upstream failures as an error object in a 200 reply.
         err = body["error"]
         code = err.get("code") if isinstance(err, Mapping) else None
         status = code if isinstance(code, int) and 400 <= code < 600 else None
-        kind, retryable = classify_status(status) if status else ("server_error", True)
+        kind, retryable = classify_status(status) if status else (ModelErrorKind.SERVER_ERROR, True)
         raise ModelError(f"openai: error in reply: {server_message(body) or err}", kind=kind, status=status, retryable=retryable)
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise ModelError("openai: the reply has no choices", kind="bad_response")
+        raise ModelError("openai: the reply has no choices", kind=ModelErrorKind.BAD_RESPONSE)
     choice = choices[0]
     message = choice.get("message")
     message = message if isinstance(message, Mapping) else {}
@@ -190,9 +190,9 @@ class OpenAICompatModel(RemoteModel):
         except self._sdk.OpenAIError as exc:
             raise self._error(exc) from None
         except json.JSONDecodeError as exc:
-            raise ModelError(f"openai: the reply is not JSON ({exc})", kind="bad_response") from None
+            raise ModelError(f"openai: the reply is not JSON ({exc})", kind=ModelErrorKind.BAD_RESPONSE) from None
         except (TypeError, ValueError) as exc:  # e.g. a message that cannot be serialised
-            raise ModelError(scrub(f"openai: cannot send the request: {exc}", self._secret), kind="bad_request") from None
+            raise ModelError(scrub(f"openai: cannot send the request: {exc}", self._secret), kind=ModelErrorKind.BAD_REQUEST) from None
         return parse_chat_completion(body)
 
     def _error(self, exc: BaseException) -> ModelError:

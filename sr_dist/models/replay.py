@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
-from sr_dist.models.base import ModelConfigError, ModelError, ModelProtocol, ModelResponse
+from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelProtocol, ModelResponse
 from sr_dist.models.options import COMMON_KEYS, check_keys, opt_bool, opt_str, tool_mode
 
 __all__ = [
@@ -91,7 +91,11 @@ class TranscriptEntry:
         if request is not None and not isinstance(request, dict):
             raise ModelConfigError(f"{where}: 'request' must be an object")
         if isinstance(data.get("error"), dict):
-            return cls(request, error=ModelError.from_dict(data["error"]), model=data.get("model"), tool_mode=data.get("tool_mode"))
+            try:
+                error = ModelError.from_dict(data["error"])
+            except ValueError as exc:  # an unknown error kind: the transcript is not one we wrote
+                raise ModelConfigError(f"{where}: bad error: {exc}") from None
+            return cls(request, error=error, model=data.get("model"), tool_mode=data.get("tool_mode"))
         if not isinstance(data.get("response"), dict):
             raise ModelConfigError(f"{where}: each line needs a 'response' (or an 'error') object")
         try:
@@ -163,7 +167,7 @@ class ReplayModel:
             if index >= len(self._entries):
                 raise ModelError(
                     f"{self.name}: the transcript {self.source} has no response left ({len(self._entries)} recorded)",
-                    kind="replay_exhausted",
+                    kind=ModelErrorKind.REPLAY_EXHAUSTED,
                 )
             entry = self._entries[index]
             if self.strict and entry.request is not None:
@@ -186,7 +190,7 @@ class ReplayModel:
         if diffs:
             raise ModelError(
                 f"{self.name}: request {index + 1} differs from the recording in {self.source} ({'; '.join(diffs)})",
-                kind="replay_mismatch",
+                kind=ModelErrorKind.REPLAY_MISMATCH,
             )
 
     def __repr__(self) -> str:
@@ -223,7 +227,7 @@ class RecordingModel:
             with self._lock, self.path.open("a", encoding="utf-8") as out:
                 out.write(line + "\n")
         except OSError as exc:  # a run that cannot be recorded should not pretend it was
-            raise ModelError(f"cannot append to the transcript {self.path}: {exc.strerror or exc}", kind="config") from None
+            raise ModelError(f"cannot append to the transcript {self.path}: {exc.strerror or exc}", kind=ModelErrorKind.CONFIG) from None
 
     def _entry(self, request: dict[str, Any], response: ModelResponse | None = None, error: ModelError | None = None) -> TranscriptEntry:
         return TranscriptEntry(request, response=response, error=error, model=self.name, tool_mode=self.tool_mode)
