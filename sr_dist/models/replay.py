@@ -136,13 +136,25 @@ class ReplayModel:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], *, getenv: Callable[[str], str | None] = os.environ.get) -> "ReplayModel":
-        check_keys(cfg, _REPLAY_KEYS, "replay")
+    def from_config(
+        cls,
+        cfg: Mapping[str, Any],
+        *,
+        getenv: Callable[[str], str | None] = os.environ.get,
+        provider: str = "replay",
+        path_envs: Sequence[str] = (REPLAY_ENV,),
+    ) -> "ReplayModel":
+        """Build from a ``model`` config: the transcript is ``model.replay_path``, else the first
+        of ``path_envs`` that is set (``mock`` reads Thea's ``LLM_REPLAY`` before ``SR_DIST_REPLAY``)."""
+        check_keys(cfg, _REPLAY_KEYS, provider)
         strict = opt_bool(cfg, "strict", False)
         tool_mode(cfg)  # options are checked before the transcript is read
-        path = opt_str(cfg, "replay_path") or getenv(REPLAY_ENV)
+        path = opt_str(cfg, "replay_path") or next((v for v in (getenv(e) for e in path_envs) if v), None)
         if not path:
-            raise ModelConfigError(f"the replay provider needs a transcript: set model.replay_path or the {REPLAY_ENV} environment variable")
+            envs = " or ".join(path_envs)
+            raise ModelConfigError(
+                f"the {provider} provider needs a transcript: set model.replay_path or the {envs} environment variable"
+            )
         entries = load_transcript(path)
         recorded = next((e for e in entries if e.model or e.tool_mode), None)
         label = opt_str(cfg, "model") or (recorded.model if recorded else None) or Path(path).stem

@@ -89,12 +89,9 @@ class AgentOutcome:
         return dataclasses.replace(self, rows_sent=int(rows))
 
 
-#: Providers that go over the network and so get a circuit breaker in a search run.
-NETWORK_PROVIDERS = ("openai", "anthropic")
-
-
 def _model_config(spec: AgentSpec) -> dict[str, Any]:
     from sr_dist.models.circuit import DEFAULT_FAILURES
+    from sr_dist.models.factory import NETWORK_PROVIDERS  # every network provider gets a circuit
 
     cfg = dict(spec.model)
     if cfg.get("provider") == "evolve":
