@@ -59,7 +59,7 @@ class ModelErrorKind(StrEnum):
 ERROR_KINDS: tuple[str, ...] = tuple(kind.value for kind in ModelErrorKind)
 
 
-def error_kind(kind: "str | ModelErrorKind") -> ModelErrorKind:
+def error_kind(kind: str | ModelErrorKind) -> ModelErrorKind:
     """``kind`` as a :class:`ModelErrorKind`; ``ValueError`` naming the known kinds otherwise."""
     try:
         return ModelErrorKind(kind)

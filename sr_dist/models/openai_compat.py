@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
-from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelResponse, Usage
+from sr_dist.models.base import (
+    ModelConfigError,
+    ModelError,
+    ModelErrorKind,
+    ModelResponse,
+    Usage,
+)
 from sr_dist.models.options import (
     COMMON_KEYS,
     check_keys,

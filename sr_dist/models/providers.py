@@ -8,9 +8,9 @@ are defaults only: ``base_url`` and ``api_key_env`` in the config still win.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 __all__ = ["COMPAT_PROVIDERS", "MOCK_REPLAY_ENV", "CompatEndpoint"]
 

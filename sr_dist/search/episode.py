@@ -90,8 +90,9 @@ class AgentOutcome:
 
 
 def _model_config(spec: AgentSpec) -> dict[str, Any]:
+    # Every network provider (Thea's named ones included) gets a circuit.
     from sr_dist.models.circuit import DEFAULT_FAILURES
-    from sr_dist.models.factory import NETWORK_PROVIDERS  # every network provider gets a circuit
+    from sr_dist.models.factory import NETWORK_PROVIDERS
 
     cfg = dict(spec.model)
     if cfg.get("provider") == "evolve":

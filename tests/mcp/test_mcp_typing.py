@@ -19,6 +19,6 @@ def test_the_mcp_package_passes_mypy_strict() -> None:
     pytest.importorskip("mypy", reason="mypy is not installed (pip install mypy)")
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", "sr_dist/tools/mcp"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

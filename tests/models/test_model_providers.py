@@ -19,7 +19,12 @@ from sr_dist.models import PROVIDERS, ModelConfigError, ModelProtocol, build_mod
 from sr_dist.models.circuit import reset_circuits
 from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.models.providers import COMPAT_PROVIDERS, MOCK_REPLAY_ENV, CompatEndpoint
-from tests.support.chat_server import ScriptedAnthropicServer, ScriptedChatServer, anthropic_message, chat_completion
+from tests.support.chat_server import (
+    ScriptedAnthropicServer,
+    ScriptedChatServer,
+    anthropic_message,
+    chat_completion,
+)
 
 PRESET_DIR = Path(sr_dist.__file__).parent / "conf" / "model"
 

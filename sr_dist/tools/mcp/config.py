@@ -48,9 +48,10 @@ class MCPServerConfig:
     ``env`` is added to a small safe environment (``HOME``, ``PATH``, ``USER``, ...), not to the
     whole environment of the run, so API keys do not leak into servers unless named here.
     ``call_timeout_s`` bounds one call. For a tool whose input schema has a ``timeout_s``
-    property, a call that passes ``timeout_s`` waits ``max(call_timeout_s, timeout_s +
-    timeout_argument_margin_s)``, never more than ``max_call_timeout_s``. ``prefix`` is put in
-    front of every tool name of this server (to avoid collisions).
+    (or Thea's ``timeout_sec``) property, a call that passes ``T`` waits ``max(call_timeout_s,
+    T + timeout_argument_margin_s)``, never more than ``max_call_timeout_s``. Thea's key
+    spellings (``call_timeout_sec``, ...) are read by :meth:`from_mapping`. ``prefix`` is put
+    in front of every tool name of this server (to avoid collisions).
     """
 
     name: str
