@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from sr_dist.models.base import ModelError, ModelResponse, Usage
+from sr_dist.models.base import ModelError, ModelErrorKind, ModelResponse, Usage
 
 __all__ = ["STOP_REASONS", "from_anthropic_response", "to_anthropic_messages", "to_anthropic_tools"]
 
@@ -72,7 +72,7 @@ def _blocks(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     if role == "user":
         text = _text_of(message.get("content"))
         return "user", [{"type": "text", "text": text}] if text.strip() else []
-    raise ModelError(f"anthropic: cannot translate a message with role {role!r}", kind="bad_request")
+    raise ModelError(f"anthropic: cannot translate a message with role {role!r}", kind=ModelErrorKind.BAD_REQUEST)
 
 
 def to_anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -109,7 +109,7 @@ def to_anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     for tool in tools:
         fn = tool.get("function", tool)
         if not isinstance(fn, Mapping) or not fn.get("name"):
-            raise ModelError(f"anthropic: a tool without a name cannot be sent: {tool!r}"[:300], kind="bad_request")
+            raise ModelError(f"anthropic: a tool without a name cannot be sent: {tool!r}"[:300], kind=ModelErrorKind.BAD_REQUEST)
         out.append(
             {
                 "name": str(fn["name"]),
@@ -123,7 +123,7 @@ def to_anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
 def from_anthropic_response(body: Any) -> ModelResponse:
     """A Messages API reply as a :class:`ModelResponse` with OpenAI-format tool calls."""
     if not isinstance(body, Mapping) or not isinstance(body.get("content"), list):
-        raise ModelError(f"anthropic: the reply is not a message: {str(body)[:200]!r}", kind="bad_response")
+        raise ModelError(f"anthropic: the reply is not a message: {str(body)[:200]!r}", kind=ModelErrorKind.BAD_RESPONSE)
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for block in body["content"]:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
 from sr_dist.models.anthropic_format import from_anthropic_response, to_anthropic_messages, to_anthropic_tools
-from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse
+from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelResponse
 from sr_dist.models.options import (
     COMMON_KEYS,
     check_keys,
@@ -129,9 +129,9 @@ class AnthropicModel(RemoteModel):
                 exc, self._sdk, provider=self.name, secret=self._secret, base_url=self.config.base_url, timeout_s=self.config.timeout_s
             ) from None
         except json.JSONDecodeError as exc:
-            raise ModelError(f"{self.name}: the reply is not JSON ({exc})", kind="bad_response") from None
+            raise ModelError(f"{self.name}: the reply is not JSON ({exc})", kind=ModelErrorKind.BAD_RESPONSE) from None
         except (TypeError, ValueError) as exc:
-            raise ModelError(scrub(f"{self.name}: cannot send the request: {exc}", self._secret), kind="bad_request") from None
+            raise ModelError(scrub(f"{self.name}: cannot send the request: {exc}", self._secret), kind=ModelErrorKind.BAD_REQUEST) from None
         return from_anthropic_response(body)
 
     def close(self) -> None:

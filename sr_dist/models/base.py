@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from sr_dist.context import Context
@@ -19,9 +20,11 @@ __all__ = [
     "TOOL_MODES",
     "ModelConfigError",
     "ModelError",
+    "ModelErrorKind",
     "ModelProtocol",
     "ModelResponse",
     "Usage",
+    "error_kind",
 ]
 
 #: How an adapter exchanges tool calls with its server: ``native`` sends the tools and reads
@@ -29,24 +32,39 @@ __all__ = [
 #: system prompt and the matching parser reads calls out of the reply text).
 TOOL_MODES = ("native", "json", "text")
 
-#: The values :attr:`ModelError.kind` takes.
-ERROR_KINDS = frozenset(
-    {
-        "rate_limited",  # 429
-        "server_error",  # 5xx, or an error object in a 200 reply
-        "timeout",  # the client's timeout fired, or a 408
-        "transient",  # 409 / 425: the server asks to try again
-        "connection",  # could not connect / connection dropped
-        "auth",  # 401 / 403
-        "not_found",  # 404: usually a wrong model name or base_url
-        "bad_request",  # other 4xx: the request itself is wrong
-        "bad_response",  # a reply that is not a usable completion
-        "config",  # the adapter is misconfigured for this call
-        "replay_exhausted",  # a replay transcript has no more responses
-        "replay_mismatch",  # a strict replay saw a request that differs from the recording
-        "circuit_open",  # the provider's circuit is open after repeated failed calls (circuit.py)
-    }
-)
+class ModelErrorKind(StrEnum):
+    """The closed set of :attr:`ModelError.kind` values.
+
+    A ``StrEnum`` so that a kind compares equal to, formats as and serialises as its plain
+    string (``"timeout"``), which is what transcripts, stop reasons and results store, while
+    a typo in code or an unknown kind in a transcript is caught instead of passing silently.
+    """
+
+    RATE_LIMITED = "rate_limited"  # 429
+    SERVER_ERROR = "server_error"  # 5xx, or an error object in a 200 reply
+    TIMEOUT = "timeout"  # the client's timeout fired, or a 408
+    TRANSIENT = "transient"  # 409 / 425: the server asks to try again
+    CONNECTION = "connection"  # could not connect / connection dropped
+    AUTH = "auth"  # 401 / 403
+    NOT_FOUND = "not_found"  # 404: usually a wrong model name or base_url
+    BAD_REQUEST = "bad_request"  # other 4xx: the request itself is wrong
+    BAD_RESPONSE = "bad_response"  # a reply that is not a usable completion
+    CONFIG = "config"  # the adapter is misconfigured for this call
+    REPLAY_EXHAUSTED = "replay_exhausted"  # a replay transcript has no more responses
+    REPLAY_MISMATCH = "replay_mismatch"  # a strict replay saw a request that differs from the recording
+    CIRCUIT_OPEN = "circuit_open"  # the provider's circuit is open after repeated failed calls (circuit.py)
+
+
+#: The values :attr:`ModelError.kind` takes, as plain strings, in declaration order.
+ERROR_KINDS: tuple[str, ...] = tuple(kind.value for kind in ModelErrorKind)
+
+
+def error_kind(kind: str | ModelErrorKind) -> ModelErrorKind:
+    """``kind`` as a :class:`ModelErrorKind`; ``ValueError`` naming the known kinds otherwise."""
+    try:
+        return ModelErrorKind(kind)
+    except ValueError:
+        raise ValueError(f"unknown model error kind {kind!r}; expected one of {', '.join(ERROR_KINDS)}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +156,8 @@ class ModelResponse:
 class ModelError(Exception):
     """A model call failed for good (retries, where allowed, are already spent).
 
-    ``kind`` is one of :data:`ERROR_KINDS`; ``status`` the HTTP status if there was one;
+    ``kind`` is a :class:`ModelErrorKind` (a plain string such as ``"timeout"`` is accepted and
+    converted; an unknown one is a ``ValueError``); ``status`` the HTTP status if there was one;
     ``retryable`` whether the failure was of a transient sort; ``attempts`` how many requests
     were made; ``retry_after_s`` the server's ``Retry-After`` hint, if any. The message never
     contains credentials.
@@ -148,7 +167,7 @@ class ModelError(Exception):
         self,
         message: str,
         *,
-        kind: str,
+        kind: str | ModelErrorKind,
         status: int | None = None,
         retryable: bool = False,
         attempts: int = 1,
@@ -156,7 +175,7 @@ class ModelError(Exception):
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.kind = kind
+        self.kind: ModelErrorKind = error_kind(kind)
         self.status = status
         self.retryable = retryable
         self.attempts = attempts
@@ -176,7 +195,7 @@ class ModelError(Exception):
     def to_dict(self) -> dict[str, Any]:
         return {
             "message": self.message,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "status": self.status,
             "retryable": self.retryable,
             "attempts": self.attempts,
@@ -184,6 +203,7 @@ class ModelError(Exception):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ModelError":
+        """The inverse of :meth:`to_dict`; an unknown ``kind`` is a ``ValueError``."""
         return cls(
             str(data.get("message", "")),
             kind=str(data.get("kind", "server_error")),
@@ -195,18 +215,18 @@ class ModelError(Exception):
     def __str__(self) -> str:
         status = f", HTTP {self.status}" if self.status is not None else ""
         tries = f", after {self.attempts} attempts" if self.attempts > 1 else ""
-        return f"{self.message} [{self.kind}{status}{tries}]"
+        return f"{self.message} [{self.kind.value}{status}{tries}]"
 
     def __repr__(self) -> str:
-        return f"ModelError({self.message!r}, kind={self.kind!r}, status={self.status!r}, attempts={self.attempts})"
+        return f"ModelError({self.message!r}, kind={self.kind.value!r}, status={self.status!r}, attempts={self.attempts})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only fields survive pickling (Ray ships exceptions between processes).
-        return (_rebuild_model_error, (self.message, self.kind, self.status, self.retryable, self.attempts, self.retry_after_s))
+        return (_rebuild_model_error, (self.message, self.kind.value, self.status, self.retryable, self.attempts, self.retry_after_s))
 
 
 def _rebuild_model_error(
-    message: str, kind: str, status: int | None, retryable: bool, attempts: int, retry_after_s: float | None
+    message: str, kind: str | ModelErrorKind, status: int | None, retryable: bool, attempts: int, retry_after_s: float | None
 ) -> ModelError:
     return ModelError(message, kind=kind, status=status, retryable=retryable, attempts=attempts, retry_after_s=retry_after_s)
 

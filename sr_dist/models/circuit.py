@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sr_dist.models.base import ModelConfigError, ModelError
+from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind
 from sr_dist.tools.resilience import CircuitState, admit, circuit_phase, settle
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: The ``ModelError.kind`` of a call refused or ended by an open circuit.
-CIRCUIT_OPEN = "circuit_open"
+CIRCUIT_OPEN = ModelErrorKind.CIRCUIT_OPEN
 #: Config keys of the ``model`` group this module reads (the adapters never see them).
 CIRCUIT_KEYS = ("circuit_failures", "circuit_recovery_s")
 #: Defaults of those keys.

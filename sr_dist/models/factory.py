@@ -2,6 +2,10 @@
 
 The Hydra ``model`` group gives a mapping with ``provider`` and that provider's options;
 presets such as ``deepseek`` or ``ollama`` are ``provider: openai`` with the endpoint filled in.
+Thea's provider names are accepted as written: ``openrouter``, ``qwen``, ``deepseek``,
+``ollama`` and ``mimo`` are the ``openai`` adapter with that provider's endpoint and key
+variable as defaults (:mod:`sr_dist.models.providers`), and ``mock`` is ``replay`` reading
+``LLM_REPLAY``.
 ``record_path`` on any provider wraps the model in a :class:`RecordingModel`.
 """
 
@@ -14,14 +18,17 @@ from typing import Any, Callable, Mapping
 
 from sr_dist.models.base import ModelConfigError, ModelProtocol
 from sr_dist.models.options import as_plain_dict, opt_str
+from sr_dist.models.providers import COMPAT_PROVIDERS, MOCK_REPLAY_ENV
 
-__all__ = ["ENTRY_POINT_GROUP", "PROVIDERS", "build_model", "register_provider"]
+__all__ = ["ENTRY_POINT_GROUP", "NETWORK_PROVIDERS", "PROVIDERS", "build_model", "register_provider"]
 
-#: Providers this layer builds itself.
-_BUILTIN = ("openai", "anthropic", "replay")
+#: Providers this layer builds itself (the named OpenAI-compatible ones, then ``mock``).
+_BUILTIN = ("openai", "anthropic", "replay", *COMPAT_PROVIDERS, "mock")
 #: The providers :func:`build_model` knows out of the box (``evolve`` comes from the SR domain
 #: through the :data:`ENTRY_POINT_GROUP` entry point).
-PROVIDERS = (*_BUILTIN, "evolve")
+PROVIDERS = ("openai", "anthropic", "replay", "evolve", *COMPAT_PROVIDERS, "mock")
+#: The providers that go over the network (a search run gives each a provider circuit).
+NETWORK_PROVIDERS = ("openai", "anthropic", *COMPAT_PROVIDERS)
 
 
 #: Where providers from other packages announce themselves: an entry point named after the
@@ -73,10 +80,12 @@ def _build_remote(provider: str, options: dict[str, Any], env: Callable[[str], s
 
     adapter_options = {k: v for k, v in options.items() if k not in CIRCUIT_KEYS}
     model: Any
-    if provider == "openai":
+    if provider == "openai" or provider in COMPAT_PROVIDERS:
         from sr_dist.models.openai_compat import OpenAICompatModel
 
-        model = OpenAICompatModel.from_config(adapter_options, getenv=env, sleep=sleep)
+        model = OpenAICompatModel.from_config(
+            adapter_options, getenv=env, sleep=sleep, endpoint=COMPAT_PROVIDERS.get(provider)
+        )
     else:
         from sr_dist.models.anthropic_model import AnthropicModel
 
@@ -98,8 +107,9 @@ def build_model(
     """Build the model a config describes.
 
     ``cfg`` is a dict or an OmegaConf ``DictConfig`` with ``provider`` in :data:`PROVIDERS`.
-    ``getenv`` (default ``os.environ.get``) is where API keys and ``SR_DIST_REPLAY`` are read;
-    ``sleep`` is what retries wait with (both are for embedding and tests). Raises
+    ``getenv`` (default ``os.environ.get``) is where API keys, ``SR_DIST_REPLAY`` and
+    ``LLM_REPLAY`` are read; ``sleep`` is what retries wait with (both are for embedding and
+    tests). Raises
     :class:`ModelConfigError` for anything that would make every call fail.
     """
     options = as_plain_dict(cfg)
@@ -111,12 +121,13 @@ def build_model(
     env = getenv or os.environ.get
 
     model: ModelProtocol
-    if provider in ("openai", "anthropic"):
+    if provider in NETWORK_PROVIDERS:
         model = _build_remote(provider, options, env, sleep)
-    elif provider == "replay":
-        from sr_dist.models.replay import ReplayModel
+    elif provider in ("replay", "mock"):
+        from sr_dist.models.replay import REPLAY_ENV, ReplayModel
 
-        replay = ReplayModel.from_config(options, getenv=env)
+        envs = (MOCK_REPLAY_ENV, REPLAY_ENV) if provider == "mock" else (REPLAY_ENV,)
+        replay = ReplayModel.from_config(options, getenv=env, provider=provider, path_envs=envs)
         if record_path and os.path.realpath(os.path.expanduser(record_path)) == os.path.realpath(os.path.expanduser(replay.source)):
             raise ModelConfigError("model.record_path is the transcript being replayed; recording would erase it")
         model = replay

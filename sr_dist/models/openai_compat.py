@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
-from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
+from sr_dist.models.base import (
+    ModelConfigError,
+    ModelError,
+    ModelErrorKind,
+    ModelResponse,
+    Usage,
+)
 from sr_dist.models.options import (
     COMMON_KEYS,
     check_keys,
@@ -29,6 +35,7 @@ from sr_dist.models.options import (
     retry_policy,
     tool_mode,
 )
+from sr_dist.models.providers import CompatEndpoint
 from sr_dist.models.remote import RemoteModel, error_from_sdk, scrub, server_message
 from sr_dist.models.retry import RetryPolicy, classify_status
 
@@ -55,20 +62,25 @@ class OpenAIConfig:
     max_tokens: int | None = None
     timeout_s: float = 120.0
     retry: RetryPolicy = RetryPolicy()
+    #: The ``model.provider`` that asked for this endpoint (``openai``, ``deepseek``, ...).
+    provider: str = "openai"
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any]) -> "OpenAIConfig":
-        check_keys(cfg, COMMON_KEYS, "openai")
+    def from_mapping(
+        cls, cfg: Mapping[str, Any], *, provider: str = "openai", default_base_url: str = DEFAULT_BASE_URL
+    ) -> "OpenAIConfig":
+        check_keys(cfg, COMMON_KEYS, provider)
         timeout = opt_float(cfg, "timeout_s", 120.0, positive=True)
         assert timeout is not None
         return cls(
             model=req_str(cfg, "model"),
-            base_url=(opt_str(cfg, "base_url") or DEFAULT_BASE_URL).rstrip("/"),
+            base_url=(opt_str(cfg, "base_url") or default_base_url).rstrip("/"),
             tool_mode=tool_mode(cfg),
             temperature=opt_float(cfg, "temperature", minimum=0.0),
             max_tokens=opt_int(cfg, "max_tokens", minimum=1),
             timeout_s=timeout,
             retry=retry_policy(cfg),
+            provider=provider,
         )
 
 
@@ -123,17 +135,17 @@ def _content_text(content: Any) -> str:
 def parse_chat_completion(body: Any) -> ModelResponse:
     """A chat completion JSON body as a :class:`ModelResponse`; unusable bodies raise :class:`ModelError`."""
     if not isinstance(body, Mapping):
-        raise ModelError(f"openai: the reply is not a JSON object: {str(body)[:200]!r}", kind="bad_response")
+        raise ModelError(f"openai: the reply is not a JSON object: {str(body)[:200]!r}", kind=ModelErrorKind.BAD_RESPONSE)
     choices = body.get("choices")
     if not choices and body.get("error") is not None:
         # Some gateways (OpenRouter) report upstream failures as an error object in a 200 reply.
         err = body["error"]
         code = err.get("code") if isinstance(err, Mapping) else None
         status = code if isinstance(code, int) and 400 <= code < 600 else None
-        kind, retryable = classify_status(status) if status else ("server_error", True)
+        kind, retryable = classify_status(status) if status else (ModelErrorKind.SERVER_ERROR, True)
         raise ModelError(f"openai: error in reply: {server_message(body) or err}", kind=kind, status=status, retryable=retryable)
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise ModelError("openai: the reply has no choices", kind="bad_response")
+        raise ModelError("openai: the reply has no choices", kind=ModelErrorKind.BAD_RESPONSE)
     choice = choices[0]
     message = choice.get("message")
     message = message if isinstance(message, Mapping) else {}
@@ -164,7 +176,7 @@ class OpenAICompatModel(RemoteModel):
             import openai
         except ImportError as exc:  # pragma: no cover - openai is a core dependency
             raise ModelConfigError("the openai provider needs the 'openai' package (pip install sr-dist)") from exc
-        super().__init__(name=f"openai:{config.model}", tool_mode=config.tool_mode, policy=config.retry, sleep=sleep)
+        super().__init__(name=f"{config.provider}:{config.model}", tool_mode=config.tool_mode, policy=config.retry, sleep=sleep)
         self.config = config
         self._sdk = openai
         self._secret = api_key
@@ -174,10 +186,20 @@ class OpenAICompatModel(RemoteModel):
 
     @classmethod
     def from_config(
-        cls, cfg: Mapping[str, Any], *, getenv: Callable[[str], str | None] | None = None, sleep: Callable[[float], None] = time.sleep
+        cls,
+        cfg: Mapping[str, Any],
+        *,
+        getenv: Callable[[str], str | None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        endpoint: CompatEndpoint | None = None,
     ) -> "OpenAICompatModel":
-        config = OpenAIConfig.from_mapping(cfg)
-        key = resolve_api_key(cfg, getenv=getenv or os.environ.get, default_env="OPENAI_API_KEY")
+        """Build from a ``model`` config; ``endpoint`` supplies a named provider's defaults."""
+        if endpoint is None:
+            config = OpenAIConfig.from_mapping(cfg)
+            key = resolve_api_key(cfg, getenv=getenv or os.environ.get, default_env="OPENAI_API_KEY")
+        else:
+            config = OpenAIConfig.from_mapping(cfg, provider=endpoint.name, default_base_url=endpoint.base_url)
+            key = resolve_api_key(cfg, getenv=getenv or os.environ.get, default_env=endpoint.api_key_env, provider=endpoint.name)
         return cls(config, key, sleep=sleep)
 
     def _prepare(self, context: Context, tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
@@ -190,9 +212,9 @@ class OpenAICompatModel(RemoteModel):
         except self._sdk.OpenAIError as exc:
             raise self._error(exc) from None
         except json.JSONDecodeError as exc:
-            raise ModelError(f"openai: the reply is not JSON ({exc})", kind="bad_response") from None
+            raise ModelError(f"openai: the reply is not JSON ({exc})", kind=ModelErrorKind.BAD_RESPONSE) from None
         except (TypeError, ValueError) as exc:  # e.g. a message that cannot be serialised
-            raise ModelError(scrub(f"openai: cannot send the request: {exc}", self._secret), kind="bad_request") from None
+            raise ModelError(scrub(f"openai: cannot send the request: {exc}", self._secret), kind=ModelErrorKind.BAD_REQUEST) from None
         return parse_chat_completion(body)
 
     def _error(self, exc: BaseException) -> ModelError:

@@ -161,12 +161,14 @@ def resolve_api_key(
     default_env: str | None,
     placeholder: str | None = "not-needed",
     getenv: Callable[[str], str | None] = os.environ.get,
+    provider: str | None = None,
 ) -> str:
     """The API key from the environment variable named by ``api_key_env``.
 
     A missing ``api_key_env`` key means ``default_env``; an explicit ``null`` means the server
     needs no key and ``placeholder`` is sent (the SDKs insist on a non-empty string). A named
-    variable that is unset or empty is an error that names both the variable and the key.
+    variable that is unset or empty is an error that names both the variable and the key
+    (and ``provider``, when given, so a named provider's default variable is explained).
     """
     env = cfg["api_key_env"] if "api_key_env" in cfg else default_env
     if env is None:
@@ -177,8 +179,9 @@ def resolve_api_key(
         raise ModelConfigError(f"model.api_key_env must be the name of an environment variable or null, got {env!r}")
     value = getenv(env)
     if not value:
+        whose = f"model.provider {provider!r} needs an API key: " if provider else ""
         raise ModelConfigError(
-            f"environment variable {env} is not set; it should hold the API key "
+            f"{whose}environment variable {env} is not set; it should hold the API key "
             f"(named by model.api_key_env; set model.api_key_env=null for servers that need no key)"
         )
     return value

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
-from sr_dist.models.base import ModelError, ModelResponse
+from sr_dist.models.base import ModelError, ModelErrorKind, ModelResponse
 from sr_dist.models.circuit import ProviderCircuit, call_through_circuit
 from sr_dist.models.retry import RetryPolicy, call_with_retries, classify_status, parse_retry_after
 
@@ -56,10 +56,10 @@ def error_from_sdk(
     status: int | None = None
     retry_after: float | None = None
     if isinstance(exc, sdk.APITimeoutError):
-        kind, retryable = "timeout", True
+        kind, retryable = ModelErrorKind.TIMEOUT, True
         detail = f"no reply from {base_url} within {timeout_s:g} s"
     elif isinstance(exc, sdk.APIConnectionError):
-        kind, retryable = "connection", True
+        kind, retryable = ModelErrorKind.CONNECTION, True
         cause = f" ({exc.__cause__})" if exc.__cause__ else ""
         detail = f"could not reach {base_url}{cause}"
     elif isinstance(exc, sdk.APIStatusError):
@@ -68,7 +68,7 @@ def error_from_sdk(
         retry_after = parse_retry_after(dict(exc.response.headers))
         detail = f"HTTP {status}: {server_message(exc.body) or exc.message}"
     else:
-        kind, retryable = "bad_response", False
+        kind, retryable = ModelErrorKind.BAD_RESPONSE, False
         detail = f"{type(exc).__name__}: {exc}"
     text = scrub(f"{provider}: {detail}", secret)
     if len(text) > _MAX_MESSAGE:
@@ -109,7 +109,7 @@ class RemoteModel:
         except ModelError:
             raise
         except (TypeError, ValueError, AttributeError, KeyError) as exc:  # malformed messages or tools
-            raise ModelError(f"{self.name}: cannot build the request: {exc}"[:500], kind="bad_request") from None
+            raise ModelError(f"{self.name}: cannot build the request: {exc}"[:500], kind=ModelErrorKind.BAD_REQUEST) from None
         def one_call() -> ModelResponse:
             return call_with_retries(lambda: self._send(request), self.retry_policy, sleep=self._sleep)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sr_dist.context import Context
-from sr_dist.models.base import ModelConfigError, ModelError, ModelProtocol, ModelResponse
+from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelProtocol, ModelResponse
 from sr_dist.models.options import COMMON_KEYS, check_keys, opt_bool, opt_str, tool_mode
 
 __all__ = [
@@ -91,7 +91,11 @@ class TranscriptEntry:
         if request is not None and not isinstance(request, dict):
             raise ModelConfigError(f"{where}: 'request' must be an object")
         if isinstance(data.get("error"), dict):
-            return cls(request, error=ModelError.from_dict(data["error"]), model=data.get("model"), tool_mode=data.get("tool_mode"))
+            try:
+                error = ModelError.from_dict(data["error"])
+            except ValueError as exc:  # an unknown error kind: the transcript is not one we wrote
+                raise ModelConfigError(f"{where}: bad error: {exc}") from None
+            return cls(request, error=error, model=data.get("model"), tool_mode=data.get("tool_mode"))
         if not isinstance(data.get("response"), dict):
             raise ModelConfigError(f"{where}: each line needs a 'response' (or an 'error') object")
         try:
@@ -132,13 +136,25 @@ class ReplayModel:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], *, getenv: Callable[[str], str | None] = os.environ.get) -> "ReplayModel":
-        check_keys(cfg, _REPLAY_KEYS, "replay")
+    def from_config(
+        cls,
+        cfg: Mapping[str, Any],
+        *,
+        getenv: Callable[[str], str | None] = os.environ.get,
+        provider: str = "replay",
+        path_envs: Sequence[str] = (REPLAY_ENV,),
+    ) -> "ReplayModel":
+        """Build from a ``model`` config: the transcript is ``model.replay_path``, else the first
+        of ``path_envs`` that is set (``mock`` reads Thea's ``LLM_REPLAY`` before ``SR_DIST_REPLAY``)."""
+        check_keys(cfg, _REPLAY_KEYS, provider)
         strict = opt_bool(cfg, "strict", False)
         tool_mode(cfg)  # options are checked before the transcript is read
-        path = opt_str(cfg, "replay_path") or getenv(REPLAY_ENV)
+        path = opt_str(cfg, "replay_path") or next((v for v in (getenv(e) for e in path_envs) if v), None)
         if not path:
-            raise ModelConfigError(f"the replay provider needs a transcript: set model.replay_path or the {REPLAY_ENV} environment variable")
+            envs = " or ".join(path_envs)
+            raise ModelConfigError(
+                f"the {provider} provider needs a transcript: set model.replay_path or the {envs} environment variable"
+            )
         entries = load_transcript(path)
         recorded = next((e for e in entries if e.model or e.tool_mode), None)
         label = opt_str(cfg, "model") or (recorded.model if recorded else None) or Path(path).stem
@@ -163,7 +179,7 @@ class ReplayModel:
             if index >= len(self._entries):
                 raise ModelError(
                     f"{self.name}: the transcript {self.source} has no response left ({len(self._entries)} recorded)",
-                    kind="replay_exhausted",
+                    kind=ModelErrorKind.REPLAY_EXHAUSTED,
                 )
             entry = self._entries[index]
             if self.strict and entry.request is not None:
@@ -186,7 +202,7 @@ class ReplayModel:
         if diffs:
             raise ModelError(
                 f"{self.name}: request {index + 1} differs from the recording in {self.source} ({'; '.join(diffs)})",
-                kind="replay_mismatch",
+                kind=ModelErrorKind.REPLAY_MISMATCH,
             )
 
     def __repr__(self) -> str:
@@ -223,7 +239,7 @@ class RecordingModel:
             with self._lock, self.path.open("a", encoding="utf-8") as out:
                 out.write(line + "\n")
         except OSError as exc:  # a run that cannot be recorded should not pretend it was
-            raise ModelError(f"cannot append to the transcript {self.path}: {exc.strerror or exc}", kind="config") from None
+            raise ModelError(f"cannot append to the transcript {self.path}: {exc.strerror or exc}", kind=ModelErrorKind.CONFIG) from None
 
     def _entry(self, request: dict[str, Any], response: ModelResponse | None = None, error: ModelError | None = None) -> TranscriptEntry:
         return TranscriptEntry(request, response=response, error=error, model=self.name, tool_mode=self.tool_mode)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Mapping, TypeVar
 
-from sr_dist.models.base import ModelError
+from sr_dist.models.base import ModelError, ModelErrorKind
 
 __all__ = [
     "RETRYABLE_STATUSES",
@@ -70,23 +70,23 @@ class RetryPolicy:
         return backoff * (1.0 - self.jitter * rand)
 
 
-def classify_status(status: int) -> tuple[str, bool]:
+def classify_status(status: int) -> tuple[ModelErrorKind, bool]:
     """``(kind, retryable)`` for an HTTP error status."""
     if status == 429:
-        return "rate_limited", True
+        return ModelErrorKind.RATE_LIMITED, True
     if status == 408:
-        return "timeout", True
+        return ModelErrorKind.TIMEOUT, True
     if status in RETRYABLE_STATUSES:
-        return "transient", True
+        return ModelErrorKind.TRANSIENT, True
     if status >= 500:
-        return "server_error", True
+        return ModelErrorKind.SERVER_ERROR, True
     if status in (401, 403):
-        return "auth", False
+        return ModelErrorKind.AUTH, False
     if status == 404:
-        return "not_found", False
+        return ModelErrorKind.NOT_FOUND, False
     if 400 <= status < 500:
-        return "bad_request", False
-    return "bad_response", False
+        return ModelErrorKind.BAD_REQUEST, False
+    return ModelErrorKind.BAD_RESPONSE, False
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: datetime | None = None) -> float | None:

@@ -18,6 +18,7 @@ from typing import Any
 from sr_dist.agent import AgentLimits
 from sr_dist.models import build_model
 from sr_dist.models.circuit import DEFAULT_FAILURES
+from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.search.resume import prior_history, resume_note
 from sr_dist.sr import build_agent as wire_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS
@@ -99,12 +100,9 @@ class AgentOutcome:
         return dataclasses.replace(self, rows_sent=int(rows))
 
 
-#: Providers that go over the network and so get a circuit breaker in a search run.
-NETWORK_PROVIDERS = ("openai", "anthropic")
-
-
 def _model_config(spec: AgentSpec) -> dict[str, Any]:
-
+    """The agent's model config: evolve seeded per agent, every network provider (Thea's named
+    ones included) with a circuit."""
     cfg = dict(spec.model)
     if cfg.get("provider") == "evolve":
         cfg["seed"] = spec.seed  # evolve's own seed wins over context.info, so set it here
@@ -118,7 +116,6 @@ def _model_config(spec: AgentSpec) -> dict[str, Any]:
 def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
     """Give a resumed episode its earlier best: a synthetic ``evaluate_formulas`` result in
     ``tool_history`` (proposers such as ``evolve`` read it) and a note in the task message."""
-
     agent.context.tool_history.extend(prior_history(prior))
     note = resume_note(prior)
     messages = agent.context.messages

@@ -48,7 +48,7 @@ def _pid(toolset: MCPToolset) -> int:
 
 def test_listed_tools_join_the_catalog_with_their_schemas(healthy: MCPToolset) -> None:
     catalog = _catalog(healthy)
-    assert catalog.names() == ("echo", "add", "math_square", "pid", "sleep", "slow", "fail", "crash", "exit_soon")
+    assert catalog.names() == ("echo", "add", "math_square", "pid", "sleep", "slow", "slow_sec", "fail", "crash", "exit_soon")
     specs = {spec.name: spec for spec in catalog.specs()}
     assert specs["echo"].description == "Return the text unchanged."
     assert specs["echo"].parameters["required"] == ["text"]
@@ -98,6 +98,31 @@ def test_a_timeout_s_argument_extends_the_wait(healthy: MCPToolset) -> None:
     assert result.result == {"result": "done after 1.5s (allowed 2.0s)"}
 
 
+def test_thea_s_spellings_and_a_timeout_sec_argument_set_the_deadline() -> None:
+    # The server entry as Thea writes it: call_timeout_sec and timeout_argument_margin_sec.
+    entry = {k: v for k, v in flaky().items() if k != "call_timeout_s"}
+    entry.update(call_timeout_sec=1, timeout_argument_margin_sec=1)
+    with MCPToolset([entry]) as toolset:
+        [config] = toolset.configs
+        assert (config.call_timeout_s, config.timeout_argument_margin_s) == (1, 1)
+        catalog = _catalog(toolset)
+        # 1.5 s of work, timeout_sec 2 (+1 s margin): the deadline is 3 s, so it finishes.
+        done = catalog.invoke(ToolCall("slow_sec", {"duration_s": 1.5, "timeout_sec": 2}))
+        assert done.ok, done.result_str
+        assert done.result == {"result": "done after 1.5s (allowed 2.0s)"}
+        # timeout_sec 0.1 (+1 s margin) never shortens the 1 s call timeout, and 1.1 s is too short.
+        hung = catalog.invoke(ToolCall("slow_sec", {"duration_s": 1.5, "timeout_sec": 0.1}))
+        assert not hung.ok and hung.error_kind == "timeout"
+        assert "did not answer within 1.1s" in hung.result_str
+        assert toolset.status("flaky").state == "status_unknown"
+
+
+def test_both_spellings_with_different_values_are_refused_before_launch() -> None:
+    entry = flaky(call_timeout_sec=5)  # flaky() already sets call_timeout_s: 20
+    with pytest.raises(MCPConfigError, match=r"call_timeout_s \(20\) and call_timeout_sec \(5\)"):
+        MCPToolset([entry])
+
+
 def test_sync_and_async_calls_work_from_inside_other_event_loops(healthy: MCPToolset) -> None:
     tool = _catalog(healthy).get("echo")
     assert isinstance(tool, MCPTool)
@@ -129,7 +154,7 @@ def test_a_timeout_fails_fast_until_restart() -> None:
             assert "MCP server 'flaky'" in result.result_str and "restart" in result.result_str
 
         assert toolset.restart("flaky") == (
-            "add", "crash", "echo", "exit_soon", "fail", "math.square", "pid", "sleep", "slow"
+            "add", "crash", "echo", "exit_soon", "fail", "math.square", "pid", "sleep", "slow", "slow_sec"
         )
         assert toolset.status("flaky").state == "ready" and toolset.status("flaky").restarts == 1
         assert _pid(toolset) != first_pid

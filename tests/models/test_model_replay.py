@@ -163,6 +163,8 @@ BAD_TRANSCRIPTS: list[tuple[str, Callable[[Path], dict[str, Any]], str]] = [
     ("no-response", lambda tmp: {"provider": "replay", "replay_path": _write(tmp, '{"request": {}}\n')}, "t.jsonl:1: each line needs a 'response'"),
     ("bad-calls", lambda tmp: {"provider": "replay", "replay_path": _write(tmp, '{"response": {"tool_calls": 3}}\n')}, "bad response"),
     ("unknown-key", lambda tmp: {"provider": "replay", "replay_path": _write(tmp, ""), "strictness": True}, "model.strictness"),
+    ("unknown-error-kind", lambda tmp: {"provider": "replay", "replay_path": _write(tmp, '{"error": {"kind": "meltdown"}}\n')},
+     "t.jsonl:1: bad error: unknown model error kind 'meltdown'"),
 ]
 
 

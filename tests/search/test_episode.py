@@ -48,3 +48,13 @@ def test_a_model_that_cannot_be_built_ends_the_agent_with_a_reason(
                                       lambda *a, **k: None))
     assert outcome.stop_reason == "error" and outcome.failed
     assert "SR_DIST_TEST_NO_SUCH_KEY" in (outcome.error or "")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "openrouter", "qwen", "deepseek", "ollama", "mimo"])
+def test_every_network_provider_gets_a_circuit_in_a_search_run(provider: str) -> None:
+    from sr_dist.models.circuit import DEFAULT_FAILURES
+    from sr_dist.search.episode import _model_config
+
+    cfg = _model_config(_spec(model={"provider": provider, "model": "m"}))
+    assert cfg["circuit_failures"] == DEFAULT_FAILURES
+    assert "circuit_failures" not in _model_config(_spec(model={"provider": "mock", "replay_path": "t.jsonl"}))

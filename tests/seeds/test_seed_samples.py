@@ -2,10 +2,8 @@
 
 Each sample is read from ``../shared/seeds/`` (see ``samples.py``), its imports mapped onto
 sr-dist, and run as written; helpers a sample calls without defining (``start_navigation``,
-``send_notification``) are test doubles put in its namespace. Checks that need another
-engineer's work are ``xfail(strict=True)`` naming who, so they turn red once that work lands
-and the mark must go. ``test_every_sample_is_checked`` fails when a seed gains a sample no
-check reads.
+``send_notification``) are test doubles put in its namespace. ``test_every_sample_is_checked``
+fails when a seed gains a sample no check reads.
 """
 
 from __future__ import annotations
@@ -48,9 +46,6 @@ pytestmark = pytest.mark.skipif(
 
 SAMPLES: dict[str, tuple[Sample, ...]] = load_samples() if SEEDS_DIR.is_dir() else {}
 
-NEEDS_SRHARNESS = pytest.mark.xfail(strict=True, reason="needs seed-srharness: BaseTool.parse_formula and friends")
-NEEDS_THEA_PROVIDERS = pytest.mark.xfail(strict=True, reason="needs seed-thea: Thea's providers in build_model")
-NEEDS_THEA_MCP = pytest.mark.xfail(strict=True, reason="needs seed-thea: MCP call_timeout_sec / *_sec keys")
 
 #: (document prefix, marker) of every sample some check below reads.
 CLAIMS: list[tuple[str, str]] = []
@@ -167,7 +162,6 @@ def test_000_example_tool_registers_and_infers_its_schema() -> None:
     assert spec.parameters["required"] == ["expression"]
 
 
-@NEEDS_SRHARNESS
 def test_000_example_tool_returns_ok() -> None:
     tool = _example_tool()()
     result = tool(expression="x + 1", limit=3.0)  # a whole float for the int is bound as 3
@@ -310,8 +304,7 @@ def _providers() -> list[Any]:
     rows = sample("003", "Provider\tExtra").table()[1:]
     params = []
     for provider, _extra, credential in rows:
-        marks = [] if provider in ("anthropic", "openai") else [NEEDS_THEA_PROVIDERS]
-        params.append(pytest.param(provider, credential, marks=marks, id=provider))
+        params.append(pytest.param(provider, credential, id=provider))
     return params
 
 
@@ -384,7 +377,6 @@ def test_003_mcp_yaml_parses_with_call_timeout_sec() -> None:
     assert server["command"] == "python" and server["args"] == ["-m", "robot_runtime.mcp_server"]
 
 
-@NEEDS_THEA_MCP
 def test_003_mcp_yaml_is_an_sr_dist_server_config() -> None:
     (server,) = parse_servers(yaml.safe_load(sample("003", "servers:").text)["servers"])
     assert server.name == "robot-tools" and server.args == ("-m", "robot_runtime.mcp_server")

@@ -36,6 +36,7 @@ def test_error_kinds_are_a_str_enum_with_the_documented_values() -> None:
     assert ERROR_KINDS == (
         "invalid_tool_call",
         "tool_error",
+        "tool_protocol_violation",
         "timeout",
         "circuit_open",
         "cancelled",

@@ -12,14 +12,20 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["MCPConfigError", "MCPServerConfig", "parse_servers", "SERVER_NAME_PATTERN"]
+__all__ = ["KEY_ALIASES", "MCPConfigError", "MCPServerConfig", "parse_servers", "SERVER_NAME_PATTERN"]
 
 #: What a server name may look like (it appears in logs, reasons and results).
 SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 #: Tool-name prefixes must keep tool names acceptable to every provider.
 _PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9_-]{0,32}$")
+#: Thea's spellings of our keys (``servers[i].call_timeout_sec`` is ``call_timeout_s``), so a
+#: server entry written for Thea's harness works as written.
+KEY_ALIASES: Mapping[str, str] = MappingProxyType(
+    {"call_timeout_sec": "call_timeout_s", "timeout_argument_margin_sec": "timeout_argument_margin_s"}
+)
 
 
 class MCPConfigError(ValueError):
@@ -42,9 +48,10 @@ class MCPServerConfig:
     ``env`` is added to a small safe environment (``HOME``, ``PATH``, ``USER``, ...), not to the
     whole environment of the run, so API keys do not leak into servers unless named here.
     ``call_timeout_s`` bounds one call. For a tool whose input schema has a ``timeout_s``
-    property, a call that passes ``timeout_s`` waits ``max(call_timeout_s, timeout_s +
-    timeout_argument_margin_s)``, never more than ``max_call_timeout_s``. ``prefix`` is put in
-    front of every tool name of this server (to avoid collisions).
+    (or Thea's ``timeout_sec``) property, a call that passes ``T`` waits ``max(call_timeout_s,
+    T + timeout_argument_margin_s)``, never more than ``max_call_timeout_s``. Thea's key
+    spellings (``call_timeout_sec``, ...) are read by :meth:`from_mapping`. ``prefix`` is put
+    in front of every tool name of this server (to avoid collisions).
     """
 
     name: str
@@ -67,14 +74,21 @@ class MCPServerConfig:
 
     @classmethod
     def from_mapping(cls, raw: Any, *, where: str = "server") -> MCPServerConfig:
-        """Build from a config mapping (a dict or an OmegaConf node); unknown keys are an error."""
+        """Build from a config mapping (a dict or an OmegaConf node); unknown keys are an error.
+
+        Thea's key spellings (:data:`KEY_ALIASES`) are accepted; an error about such a key names
+        it as written, and giving both spellings of one key with different values is an error.
+        """
         raw = _plain(raw)
         if not isinstance(raw, Mapping):
             raise MCPConfigError(f"{where}: expected a mapping with name, command, ...; got {type(raw).__name__}")
         known = [f.name for f in fields(cls)]
-        unknown = sorted(str(k) for k in raw if k not in known)
+        unknown = sorted(str(k) for k in raw if k not in known and k not in KEY_ALIASES)
         if unknown:
-            raise MCPConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(known)}")
+            raise MCPConfigError(
+                f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join([*known, *KEY_ALIASES])}"
+            )
+        raw, spelled = _resolve_aliases(raw, where)
         for required in ("name", "command"):
             if raw.get(required) in (None, ""):
                 raise MCPConfigError(f"{where}.{required} is required")
@@ -89,8 +103,39 @@ class MCPServerConfig:
         try:
             _validate_values(values)
         except _Invalid as bad:
-            raise MCPConfigError(f"{where}.{bad.key}: {bad.problem}") from None
+            raise MCPConfigError(f"{where}.{spelled.get(bad.key, bad.key)}: {bad.problem}") from None
         return cls(**values)
+
+
+def _resolve_aliases(raw: Mapping[Any, Any], where: str) -> tuple[dict[Any, Any], dict[str, str]]:
+    """``raw`` with Thea's spellings renamed to ours, and which of our keys were spelled how.
+
+    A ``null`` spelling counts as absent (``null`` means the default everywhere here); both
+    spellings with different values cannot both be meant, so that is an error naming both.
+    """
+    values = dict(raw)
+    spelled: dict[str, str] = {}
+    for alias, key in KEY_ALIASES.items():
+        if alias not in values:
+            continue
+        given = values.pop(alias)
+        if given is None:
+            continue
+        ours = values.get(key)
+        if ours is not None and not _same_value(ours, given):
+            raise MCPConfigError(
+                f"{where}: {key} ({ours!r}) and {alias} ({given!r}) are two spellings of one setting "
+                f"with different values; give only one of them"
+            )
+        values[key] = given
+        if ours is None:
+            spelled[key] = alias
+    return values, spelled
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal, and of the same sort (``True`` is not the same setting as ``1``)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
 def _validate_values(values: Mapping[str, Any]) -> None:

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,7 +253,9 @@ class ServerConnection:
             return await self._call_failed(error or RuntimeError("no result"), remote, failed)
         return call_result(tool, self.name, result, elapsed_s=time.perf_counter() - start, max_chars=max_chars)
 
-    async def _call_failed(self, exc: Exception, remote: str, failed: Any) -> ToolCallResult:
+    async def _call_failed(
+        self, exc: Exception, remote: str, failed: Callable[..., ToolCallResult]
+    ) -> ToolCallResult:
         transport = self._transport
         closed = isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED
         if closed or (transport is not None and transport.returncode is not None):

@@ -25,14 +25,18 @@ __all__ = [
     "catalog_name",
     "tool_metadata",
     "takes_timeout_argument",
+    "timeout_arguments",
     "call_timeout_s",
     "content_text",
     "call_result",
     "TIMEOUT_ARGUMENT",
+    "TIMEOUT_ARGUMENTS",
 ]
 
-#: The argument name that lets a call extend its own timeout (Thea's convention).
+#: The argument name that lets a call extend its own timeout (sr-dist's spelling).
 TIMEOUT_ARGUMENT = "timeout_s"
+#: Every argument name that does so: ours and Thea's seed's ``timeout_sec``.
+TIMEOUT_ARGUMENTS = (TIMEOUT_ARGUMENT, "timeout_sec")
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -49,29 +53,38 @@ def catalog_name(prefix: str, remote_name: str, *, server: str) -> str:
     return name
 
 
-def takes_timeout_argument(parameters: Mapping[str, Any]) -> bool:
-    """True when the input schema declares a ``timeout_s`` property."""
+def timeout_arguments(parameters: Mapping[str, Any]) -> tuple[str, ...]:
+    """Which of :data:`TIMEOUT_ARGUMENTS` the input schema declares as properties."""
     properties = parameters.get("properties")
-    return isinstance(properties, Mapping) and TIMEOUT_ARGUMENT in properties
+    if not isinstance(properties, Mapping):
+        return ()
+    return tuple(name for name in TIMEOUT_ARGUMENTS if name in properties)
+
+
+def takes_timeout_argument(parameters: Mapping[str, Any]) -> bool:
+    """True when the input schema declares a ``timeout_s`` or ``timeout_sec`` property."""
+    return bool(timeout_arguments(parameters))
+
+
+def _requested_s(value: Any) -> float | None:
+    """A usable requested timeout: a finite number of seconds above 0 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
 
 
 def call_timeout_s(config: MCPServerConfig, parameters: Mapping[str, Any], arguments: Mapping[str, Any]) -> float:
     """How long one call may take before it counts as timed out.
 
-    ``call_timeout_s``, extended to ``timeout_s + timeout_argument_margin_s`` when the tool takes
-    a ``timeout_s`` argument and the call passes a larger one; never above ``max_call_timeout_s``
-    (the model chooses the argument, so it must not make the wait unbounded).
+    ``call_timeout_s``, extended to ``T + timeout_argument_margin_s`` when the tool's schema
+    declares a ``timeout_s`` or ``timeout_sec`` argument and the call passes a larger ``T`` (the
+    larger of the two if it passes both); never above ``max_call_timeout_s`` (the model chooses
+    the argument, so it must not make the wait unbounded).
     """
     bound = float(config.call_timeout_s)
-    requested = arguments.get(TIMEOUT_ARGUMENT)
-    if (
-        takes_timeout_argument(parameters)
-        and isinstance(requested, (int, float))
-        and not isinstance(requested, bool)
-        and math.isfinite(requested)
-        and requested > 0
-    ):
-        bound = max(bound, float(requested) + float(config.timeout_argument_margin_s))
+    requested = [t for t in (_requested_s(arguments.get(n)) for n in timeout_arguments(parameters)) if t is not None]
+    if requested:
+        bound = max(bound, max(requested) + float(config.timeout_argument_margin_s))
     return min(bound, float(config.max_call_timeout_s))
 
 

@@ -7,7 +7,7 @@ Run as ``python flaky_server.py [--fail-start CODE] [--hang-start] [--shadow NAM
 * ``--shadow NAME``: also offer a tool called NAME (to collide with another tool).
 
 Tools: ``echo``, ``add`` (structured output), ``math.square`` (a name providers refuse),
-``pid``, ``sleep`` (outlives any timeout), ``slow`` (takes a ``timeout_s`` argument), ``fail``
+``pid``, ``sleep`` (outlives any timeout), ``slow`` (takes a ``timeout_s`` argument), ``slow_sec`` (the same with ``timeout_sec``), ``fail``
 (``isError``), ``crash`` (the process exits mid-call), ``exit_soon`` (it exits after answering).
 """
 
@@ -57,6 +57,12 @@ def build(shadow: str | None) -> MCPServer:
         """Work for duration_s seconds; timeout_s says how long the caller should allow."""
         time.sleep(duration_s)
         return f"done after {duration_s}s (allowed {timeout_s}s)"
+
+    @server.tool()
+    def slow_sec(duration_s: float, timeout_sec: float) -> str:
+        """Work for duration_s seconds; timeout_sec (Thea's spelling) says how long to allow."""
+        time.sleep(duration_s)
+        return f"done after {duration_s}s (allowed {timeout_sec}s)"
 
     @server.tool()
     def fail(message: str) -> str:
