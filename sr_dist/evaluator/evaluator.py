@@ -254,15 +254,15 @@ class _Job:
     complexity: int
 
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
-class _PerSplit(NamedTuple, Generic[T]):
+class _PerSplit(NamedTuple, Generic[_T]):
     """One value per dataset split, in the kernels' split order (train, validation, test)."""
 
-    train: T
-    val: T
-    test: T
+    train: _T
+    val: _T
+    test: _T
 
 
 class _CacheKey(NamedTuple):
