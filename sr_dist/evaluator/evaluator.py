@@ -15,16 +15,31 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    NamedTuple,
+    Protocol,
+    TypeVar,
+)
 
 import numpy as np
 
 from sr_dist.evaluator.program import (
-    LoweringError, Program, lower, lower_cached, pack_programs,
+    LoweringError,
+    Program,
+    lower,
+    lower_cached,
+    pack_programs,
 )
-from sr_dist.evaluator.results import FitResult, failed, nmse
+from sr_dist.evaluator.results import FitResult, Status, failed, nmse
 from sr_dist.formula import Formula, FormulaError, parse_formula
+
+if TYPE_CHECKING:  # typing only: JAX is imported when an Evaluator is built
+    import jax
 
 
 class DatasetLike(Protocol):
@@ -63,6 +78,52 @@ SIZE_CLASSES: tuple[SizeClass, ...] = (
     SizeClass("small", n_instr=48, n_lits=10, n_temps=10),
     SizeClass("large", n_instr=256, n_lits=64, n_temps=64),
 )
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """A shape bucket: constant capacity x program size class.
+
+    Formulas of one bucket share a compiled executable, so batches are grouped by this value
+    (hashable) rather than by loose ints and names.
+    """
+
+    n_consts: int
+    size: SizeClass
+
+    @property
+    def name(self) -> str:
+        """The bucket's label in :meth:`Evaluator.stats` (``k4-small``)."""
+        return f"k{self.n_consts}-{self.size.name}"
+
+
+class BucketOverflow(Exception):
+    """A program exceeds the largest bucket (too many constants, instructions or registers)."""
+
+
+def bucket_for(prog: Program, const_buckets: Sequence[int]) -> Bucket:
+    """The smallest bucket ``prog`` fits: the first constant capacity that holds its constants
+    (constant-free programs get capacity 0) and the first size class that holds its program.
+
+    Raises :class:`BucketOverflow` naming the limits when none does."""
+    k = prog.n_consts
+    if k == 0:
+        kb = 0
+    else:
+        fits = [b for b in const_buckets if b >= k]
+        if not fits:
+            raise BucketOverflow(f"formula has {k} free constants; the largest bucket holds "
+                                 f"{const_buckets[-1]}")
+        kb = fits[0]
+    for sc in SIZE_CLASSES:
+        if (prog.n_instructions <= sc.n_instr and len(prog.literals) <= sc.n_lits
+                and prog.n_temps <= sc.n_temps):
+            return Bucket(kb, sc)
+    big = SIZE_CLASSES[-1]
+    raise BucketOverflow(
+        f"program too large for the largest bucket ({prog.n_instructions} instructions, "
+        f"{len(prog.literals)} literals, {prog.n_temps} registers; limits {big.n_instr}, "
+        f"{big.n_lits}, {big.n_temps})")
 
 
 @dataclass(frozen=True)
@@ -132,7 +193,15 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def _chunks(X: np.ndarray, y: np.ndarray, chunk: int, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+class _Chunks(NamedTuple):
+    """Rows cut into fixed-size chunks (the kernels' data layout)."""
+
+    X: np.ndarray  # (N, F, C) features
+    y: np.ndarray  # (N, C) targets
+    valid: np.ndarray  # (N, C) True on real rows, False on padding
+
+
+def _chunks(X: np.ndarray, y: np.ndarray, chunk: int, dtype: np.dtype[Any]) -> _Chunks:
     """(n, F) rows -> (N, F, C) chunks, (N, C) targets and (N, C) row-valid mask."""
     n, f = X.shape
     n_chunks = max(1, -(-n // chunk))
@@ -141,7 +210,7 @@ def _chunks(X: np.ndarray, y: np.ndarray, chunk: int, dtype: np.dtype) -> tuple[
     yp = np.concatenate([np.asarray(y, dtype=dtype), np.zeros(pad, dtype)])
     w = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
     Xc = np.ascontiguousarray(Xp.reshape(n_chunks, chunk, f).transpose(0, 2, 1))
-    return Xc, yp.reshape(n_chunks, chunk), w.reshape(n_chunks, chunk)
+    return _Chunks(Xc, yp.reshape(n_chunks, chunk), w.reshape(n_chunks, chunk))
 
 
 def _initial_constants(key: str, seed: int, restarts: int, k: int, spread: float) -> np.ndarray:
@@ -185,6 +254,76 @@ class _Job:
     complexity: int
 
 
+_T = TypeVar("_T")
+
+
+class _PerSplit(NamedTuple, Generic[_T]):
+    """One value per dataset split, in the kernels' split order (train, validation, test)."""
+
+    train: _T
+    val: _T
+    test: _T
+
+
+class _CacheKey(NamedTuple):
+    """Result-cache key: a fitted structure is reusable only on the same data and options."""
+
+    dataset: str  # the dataset's content hash
+    canonical: str
+    fit_key: tuple[Any, ...]  # EvaluatorOptions.fit_key()
+
+
+class _Metrics(NamedTuple):
+    """Fit quality of one structure (``None`` where not computed)."""
+
+    train_mse: float | None
+    train_nmse: float | None
+    val_nmse: float | None
+    test_nmse: float | None
+    r2: float | None
+
+
+_NO_METRICS = _Metrics(None, None, None, None, None)
+
+
+class _Entry(NamedTuple):
+    """A fitted canonical structure as the result cache keeps it: constants by canonical
+    position (``c0, c1, ...``), so every spelling of the structure can be served from it."""
+
+    status: Status
+    error: str | None
+    constants: tuple[float, ...]
+    metrics: _Metrics
+    fit_s: float
+    iterations: int
+
+
+class _HostFit(NamedTuple):
+    """A batch's fit outputs read back to the host (the fields of ``kernels.FitOutput``)."""
+
+    consts: np.ndarray  # (B, K)
+    fit_sse: np.ndarray  # (B,)
+    iters: np.ndarray  # (B,)
+    split_sse: np.ndarray  # (B, 3)
+    split_bad: np.ndarray  # (B, 3)
+
+
+class _Launched(NamedTuple):
+    """A dispatched batch whose device outputs have not been read yet."""
+
+    jobs: list[_Job]
+    bucket: Bucket
+    pending: Any  # kernels.FitOutput of device arrays
+
+
+class _PredictItem(NamedTuple):
+    """One formula of an ``evaluate_many`` call, lowered, with its constant values."""
+
+    position: int  # in the caller's list
+    program: Program
+    constants: np.ndarray
+
+
 class Evaluator:
     """Batched constant fitting of many formulas against one dataset.
 
@@ -205,7 +344,8 @@ class Evaluator:
 
             # Process-global: every array the evaluator creates has an explicit dtype, so
             # float32 evaluators in the same process are unaffected.
-            jax.config.update("jax_enable_x64", True)
+            # (jax.config.update is unannotated in jax 0.10, hence the ignore.)
+            jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
         import jax
 
         platform = {"gpu": "gpu", "cuda": "gpu", "cpu": "cpu", "tpu": "tpu"}[opts.device]
@@ -219,15 +359,13 @@ class Evaluator:
         self.feature_names = tuple(dataset.feature_names)
         self._np_dtype = np.dtype(opts.dtype)
         self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
+        self._cache: OrderedDict[_CacheKey, _Entry] = OrderedDict()
         self._stats = _Stats()
         self._pending_compile_s = 0.0
         self._prepare_data()
 
     # ------------------------------------------------------------------ data
     def _prepare_data(self) -> None:
-        import jax
-
         ds, opts, dt = self.dataset, self.options, self._np_dtype
         Xtr = np.asarray(ds.X_train, dtype=np.float64).reshape(len(ds.y_train), -1)
         ytr = np.asarray(ds.y_train, dtype=np.float64).ravel()
@@ -242,9 +380,9 @@ class Evaluator:
             if X.shape[1] != f and X.shape[0]:
                 raise ValueError(f"X has {X.shape[1]} columns, feature_names has {f}")
         self._n_train = len(ytr)
-        self._var = (float(np.var(ytr)), float(np.var(yva)) if len(yva) else math.nan,
-                     float(np.var(yte)) if len(yte) else math.nan)
-        self._sizes = (len(ytr), len(yva), len(yte))
+        self._var = _PerSplit(float(np.var(ytr)), float(np.var(yva)) if len(yva) else math.nan,
+                              float(np.var(yte)) if len(yte) else math.nan)
+        self._sizes = _PerSplit(len(ytr), len(yva), len(yte))
         if self._n_train > opts.subsample and opts.method == "lm":
             rng = np.random.default_rng(opts.seed)
             rows = np.sort(rng.choice(self._n_train, opts.subsample, replace=False))
@@ -255,21 +393,38 @@ class Evaluator:
             polish = None
         self._chunk = min(opts.chunk_rows, _round_up(len(fit_y), 64))
         eps = float(np.finfo(dt).eps)
-        floor = lambda yy: (16.0 * eps) ** 2 * float(np.dot(yy, yy))  # noqa: E731
-        put = lambda a: jax.device_put(a, self._device)  # noqa: E731
-        self._fit_data = tuple(put(a) for a in _chunks(fit_X, fit_y, self._chunk, dt))
-        self._polish_data = (tuple(put(a) for a in _chunks(*polish, self._chunk, dt))
-                             if polish is not None and opts.polish_iters > 0 else None)
+
+        def floor(yy: np.ndarray) -> float:
+            return (16.0 * eps) ** 2 * float(np.dot(yy, yy))
+
+        put = self._put
+        fit = _chunks(fit_X, fit_y, self._chunk, dt)
+        self._n_fit_rows = int(fit.valid.sum())
+        # Plain tuples on the device: the kernels take (X, y, valid) positionally.
+        self._fit_data: tuple[jax.Array, jax.Array, jax.Array] = (
+            put(fit.X), put(fit.y), put(fit.valid))
+        self._polish_data: tuple[jax.Array, jax.Array, jax.Array] | None = None
+        if polish is not None and opts.polish_iters > 0:
+            pol = _chunks(*polish, self._chunk, dt)
+            self._polish_data = (put(pol.X), put(pol.y), put(pol.valid))
         X_all = np.concatenate([Xtr, Xva.reshape(-1, f), Xte.reshape(-1, f)], axis=0)
         y_all = np.concatenate([ytr, yva, yte])
         split = np.concatenate([np.full(len(ytr), 1), np.full(len(yva), 2),
                                 np.full(len(yte), 3)]).astype(np.int32)
-        Xc, yc, w = _chunks(X_all, y_all, self._chunk, dt)
-        sc = np.zeros(w.shape, np.int32)
-        sc[w] = split
-        self._all_data = (put(Xc), put(yc), put(sc))
+        every = _chunks(X_all, y_all, self._chunk, dt)
+        sc = np.zeros(every.valid.shape, np.int32)
+        sc[every.valid] = split
+        self._all_data: tuple[jax.Array, jax.Array, jax.Array] = (
+            put(every.X), put(every.y), put(sc))
         self._floors = put(np.array(
             [floor(fit_y), floor(ytr) if polish is not None else 0.0], dtype=dt))
+
+    def _put(self, a: Any) -> jax.Array:
+        """Copy a host array to the evaluator's device."""
+        import jax
+
+        placed: jax.Array = jax.device_put(a, self._device)
+        return placed
 
     # ------------------------------------------------------------------ public API
     def fit_many(self, formulas: Iterable[str | Formula]) -> list[FitResult]:
@@ -303,8 +458,8 @@ class Evaluator:
             "cache_entries": len(self._cache),
             "layout": self._mode,
             "device": str(self._device),
-            "rows": {"train": self._sizes[0], "val": self._sizes[1], "test": self._sizes[2],
-                     "fit": int(np.asarray(self._fit_data[2]).sum())},
+            "rows": {"train": self._sizes.train, "val": self._sizes.val,
+                     "test": self._sizes.test, "fit": self._n_fit_rows},
         }
 
     def clear_cache(self) -> None:
@@ -339,25 +494,8 @@ class Evaluator:
             raise FormulaError(f"a formula must be a string or Formula, got {type(item).__name__}")
         return parse_formula(item, variables=self.feature_names)
 
-    def _bucket_for(self, prog: Program) -> tuple[int, SizeClass]:
-        k = prog.n_consts
-        if k == 0:
-            kb = 0
-        else:
-            fits = [b for b in self.options.const_buckets if b >= k]
-            if not fits:
-                raise _TooLarge(f"formula has {k} free constants; the largest bucket holds "
-                                f"{self.options.const_buckets[-1]}")
-            kb = fits[0]
-        for sc in SIZE_CLASSES:
-            if (prog.n_instructions <= sc.n_instr and len(prog.literals) <= sc.n_lits
-                    and prog.n_temps <= sc.n_temps):
-                return kb, sc
-        big = SIZE_CLASSES[-1]
-        raise _TooLarge(
-            f"program too large for the largest bucket ({prog.n_instructions} instructions, "
-            f"{len(prog.literals)} literals, {prog.n_temps} registers; limits {big.n_instr}, "
-            f"{big.n_lits}, {big.n_temps})")
+    def _bucket_for(self, prog: Program) -> Bucket:
+        return bucket_for(prog, self.options.const_buckets)
 
     def _fit_many(self, items: list[Any]) -> list[FitResult]:
         stats = self._stats
@@ -380,7 +518,7 @@ class Evaluator:
                 stats.errors += 1
                 continue
             parsed[i] = f
-            ckey = (self.dataset.content_hash, f.canonical, fit_key)
+            ckey = _CacheKey(self.dataset.content_hash, f.canonical, fit_key)
             if ckey in self._cache or f.canonical in jobs:
                 continue
             try:
@@ -392,7 +530,7 @@ class Evaluator:
                 stats.invalid += 1
                 parsed[i] = None
                 continue
-            except _TooLarge as exc:
+            except BucketOverflow as exc:
                 results[i] = failed(text, "error", str(exc), f.canonical, f.complexity)
                 stats.errors += 1
                 parsed[i] = None
@@ -407,8 +545,8 @@ class Evaluator:
 
         fresh = self._run_jobs(list(jobs.values()))
         for canon, entry in fresh.items():
-            if entry[0] != "error":  # internal failures are retried next time, not cached
-                self._cache[(self.dataset.content_hash, canon, fit_key)] = entry
+            if entry.status != "error":  # internal failures are retried next time, not cached
+                self._cache[_CacheKey(self.dataset.content_hash, canon, fit_key)] = entry
         while len(self._cache) > self.options.cache_size:
             self._cache.popitem(last=False)
 
@@ -417,7 +555,7 @@ class Evaluator:
             if pf is None:
                 continue
             f = pf
-            ckey = (self.dataset.content_hash, f.canonical, fit_key)
+            ckey = _CacheKey(self.dataset.content_hash, f.canonical, fit_key)
             found = fresh.get(f.canonical)
             cached = found is None or f.canonical in served
             if found is None:
@@ -434,75 +572,74 @@ class Evaluator:
             results[i] = self._result(f, found, cached)
         return [r for r in results if r is not None]
 
-    def _result(self, f: Formula, entry: tuple[Any, ...], cached: bool) -> FitResult:
-        status, error, cvec, metrics, fit_s, iters = entry
-        if status == "error":
+    def _result(self, f: Formula, entry: _Entry, cached: bool) -> FitResult:
+        if entry.status == "error":
             self._stats.errors += 1
-            return failed(f.text, "error", error, f.canonical, f.complexity)
-        by_name = {name: float(cvec[j]) for j, name in enumerate(f.canonical_constants)}
+            return failed(f.text, "error", entry.error or "internal error", f.canonical,
+                          f.complexity)
+        by_name = {name: float(entry.constants[j])
+                   for j, name in enumerate(f.canonical_constants)}
         constants = {name: by_name[name] for name in f.constants}  # the caller's order
-        train_mse, train_nmse, val_nmse, test_nmse, r2 = metrics
-        if status == "nonfinite" and not cached:
+        m = entry.metrics
+        if entry.status == "nonfinite" and not cached:
             self._stats.nonfinite += 1
         return FitResult(
-            expression=f.text, canonical=f.canonical, status=status, error=error,
-            constants=constants, complexity=f.complexity, train_mse=train_mse,
-            train_nmse=train_nmse, val_nmse=val_nmse, test_nmse=test_nmse, r2=r2,
-            fit_s=fit_s, cached=cached, iterations=iters)
+            expression=f.text, canonical=f.canonical, status=entry.status, error=entry.error,
+            constants=constants, complexity=f.complexity, train_mse=m.train_mse,
+            train_nmse=m.train_nmse, val_nmse=m.val_nmse, test_nmse=m.test_nmse, r2=m.r2,
+            fit_s=entry.fit_s, cached=cached, iterations=entry.iterations)
 
-    def _run_jobs(self, jobs: list[_Job]) -> dict[str, tuple[Any, ...]]:
+    def _run_jobs(self, jobs: list[_Job]) -> dict[str, _Entry]:
         """Fit unique structures bucket by bucket; returns canonical -> cache entry.
 
         Every batch is dispatched before any result is read: with JAX's asynchronous dispatch
         the host packs the next batch while the device runs the previous one. (Executions on
         one JAX CPU device run one at a time, so this overlaps host work, not two batches.)
         """
-        groups: dict[tuple[int, str], list[_Job]] = {}
+        groups: dict[Bucket, list[_Job]] = {}
         for job in jobs:
-            kb, sc = self._bucket_for(job.program)
-            groups.setdefault((kb, sc.name), []).append(job)
-        out: dict[str, tuple[Any, ...]] = {}
+            groups.setdefault(self._bucket_for(job.program), []).append(job)
+        out: dict[str, _Entry] = {}
         cap = self.options.batch_size
-        launched: list[tuple[list[_Job], int, SizeClass, Any]] = []
+        launched: list[_Launched] = []
         t0 = time.perf_counter()
-        for (kb, scname), group in groups.items():
-            sc = next(s for s in SIZE_CLASSES if s.name == scname)
+        for bucket, group in groups.items():
             for start in range(0, len(group), cap):
                 batch = group[start:start + cap]
                 try:
-                    launched.append((batch, kb, sc, self._launch(batch, kb, sc)))
+                    launched.append(_Launched(batch, bucket, self._launch(batch, bucket)))
                 except Exception as exc:  # noqa: BLE001 - report, never raise out of fit_many
                     self._fail(out, batch, exc)
-        for batch, kb, sc, pending in launched:
+        for item in launched:
             try:
-                arrays = [np.asarray(a) for a in pending]
+                p = item.pending
+                host = _HostFit(np.asarray(p.consts), np.asarray(p.fit_sse), np.asarray(p.iters),
+                                np.asarray(p.split_sse), np.asarray(p.split_bad))
             except Exception as exc:  # noqa: BLE001
-                self._fail(out, batch, exc)
+                self._fail(out, item.jobs, exc)
                 continue
-            out.update(self._collect(batch, kb, sc, arrays))
+            out.update(self._collect(item.jobs, item.bucket, host))
         elapsed = time.perf_counter() - t0 - self._pending_compile_s
         self._pending_compile_s = 0.0
-        fitted = sum(len(b[0]) for b in launched)
+        fitted = sum(len(item.jobs) for item in launched)
         if fitted:
             self._stats.fit_s += max(elapsed, 0.0)
             per = max(elapsed, 0.0) / fitted
-            for batch, *_ in launched:
-                for job in batch:
-                    if job.canonical in out and out[job.canonical][0] != "error":
-                        entry = out[job.canonical]
-                        out[job.canonical] = entry[:4] + (per,) + entry[5:]
+            for item in launched:
+                for job in item.jobs:
+                    entry = out.get(job.canonical)
+                    if entry is not None and entry.status != "error":
+                        out[job.canonical] = entry._replace(fit_s=per)
         return out
 
     @staticmethod
-    def _fail(out: dict[str, tuple[Any, ...]], batch: list[_Job], exc: Exception) -> None:
+    def _fail(out: dict[str, _Entry], batch: list[_Job], exc: Exception) -> None:
         msg = f"batch failed: {type(exc).__name__}: {exc}"
         for job in batch:
-            out[job.canonical] = ("error", msg, (), (None,) * 5, 0.0, 0)
+            out[job.canonical] = _Entry("error", msg, (), _NO_METRICS, 0.0, 0)
 
-    def _launch(self, batch: list[_Job], kb: int, sc: SizeClass) -> Any:
+    def _launch(self, batch: list[_Job], bucket: Bucket) -> Any:
         """Pack a batch, get its bucket's executable and dispatch it (returns device arrays)."""
-        import jax
-
         from sr_dist.evaluator import kernels as _k
         from sr_dist.evaluator.interpreter import Layout
         from sr_dist.evaluator.kernels import FitKey
@@ -511,6 +648,7 @@ class Evaluator:
         opts = self.options
         cap = opts.batch_size
         f = len(self.feature_names)
+        kb, sc = bucket.n_consts, bucket.size
         code, meta, lits = pack_programs([j.program for j in batch], n_vars=f, n_consts=kb,
                                          n_lits=sc.n_lits, n_instr=sc.n_instr, capacity=cap)
         restarts = 1 if opts.method == "llmsr" else opts.restarts  # llmsr: all ones only
@@ -526,7 +664,7 @@ class Evaluator:
                        patience=opts.patience)
         key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
                      opts.dtype, opts.method)
-        put = lambda a: jax.device_put(a, self._device)  # noqa: E731
+        put = self._put
         args = (put(code), put(meta), put(lits.astype(self._np_dtype)), put(init),
                 put(np.int32(len(batch))), self._fit_data, self._polish_data, self._all_data,
                 self._floors)
@@ -537,23 +675,21 @@ class Evaluator:
             self._pending_compile_s += compile_s
         return exe(*args)
 
-    def _collect(self, batch: list[_Job], kb: int, sc: SizeClass,
-                 arrays: list[np.ndarray]) -> dict[str, tuple[Any, ...]]:
-        consts, _fit_sse, iters, split_sse, split_bad = arrays
+    def _collect(self, batch: list[_Job], bucket: Bucket,
+                 host: _HostFit) -> dict[str, _Entry]:
         st = self._stats
         st.batches += 1
         st.batch_formulas += len(batch)
         st.fits += len(batch)
-        bname = f"k{kb}-{sc.name}"
-        st.buckets[bname] = st.buckets.get(bname, 0) + 1
-        out: dict[str, tuple[Any, ...]] = {}
+        st.buckets[bucket.name] = st.buckets.get(bucket.name, 0) + 1
+        out: dict[str, _Entry] = {}
         for i, job in enumerate(batch):
-            out[job.canonical] = self._entry(consts[i, :job.k], split_sse[i], split_bad[i], 0.0,
-                                             int(iters[i]))
+            out[job.canonical] = self._entry(host.consts[i, :job.k], host.split_sse[i],
+                                             host.split_bad[i], 0.0, int(host.iters[i]))
         return out
 
     def _entry(self, cvec: np.ndarray, sse: np.ndarray, bad: np.ndarray, fit_s: float,
-               iters: int) -> tuple[Any, ...]:
+               iters: int) -> _Entry:
         mses: list[float | None] = []
         for s in range(3):
             n = self._sizes[s]
@@ -564,8 +700,8 @@ class Evaluator:
             else:
                 mses.append(float(sse[s]) / n)
         nm = [None if m is None else nmse(m, v) for m, v in zip(mses, self._var)]
-        status = "ok"
-        error = None
+        status: Status = "ok"
+        error: str | None = None
         if any(int(b) > 0 for b in bad) or not all(math.isfinite(float(v)) for v in cvec) or any(
                 m is not None and not math.isfinite(m) for m in mses):
             status = "nonfinite"
@@ -577,16 +713,14 @@ class Evaluator:
                      if any(int(b) for b in bad) else
                      f"non-finite loss on {', '.join(where) or 'fit'}")
         r2 = None if nm[1] is None else 1.0 - nm[1]
-        metrics = (mses[0], nm[0], nm[1], nm[2], r2)
-        return (status, error, tuple(float(v) for v in cvec), metrics, fit_s, iters)
+        metrics = _Metrics(mses[0], nm[0], nm[1], nm[2], r2)
+        return _Entry(status, error, tuple(float(v) for v in cvec), metrics, fit_s, iters)
 
     def _evaluate(self, formulas: Sequence[str | Formula],
                   constants: Sequence[Mapping[str, float] | None] | None,
                   X: np.ndarray | None) -> np.ndarray:
-        import jax
-
-        from sr_dist.evaluator.interpreter import Layout
         from sr_dist.evaluator import kernels as _k
+        from sr_dist.evaluator.interpreter import Layout
         from sr_dist.evaluator.kernels import PredictKey
 
         parsed = [self._parse(f) for f in formulas]
@@ -599,36 +733,35 @@ class Evaluator:
             raise ValueError(f"X must be (n, {len(self.feature_names)})")
         n = data.shape[0]
         chunk = min(self.options.chunk_rows, _round_up(max(n, 1), 64))
-        Xc, _, _ = _chunks(data, np.zeros(n), chunk, self._np_dtype)
-        Xd = jax.device_put(Xc, self._device)
-        progs: list[tuple[int, Program, np.ndarray]] = []
+        Xd = self._put(_chunks(data, np.zeros(n), chunk, self._np_dtype).X)
+        progs: list[_PredictItem] = []
         for i, (f, cmap) in enumerate(zip(parsed, constants)):
             prog = lower_cached(f.tree, self.feature_names, tuple(f.constants))
             values = dict(cmap or {})
             missing = [c for c in f.constants if c not in values]
             if missing:
                 raise ValueError(f"formula {i}: no value for constants {missing}")
-            progs.append((i, prog, np.array([values[c] for c in f.constants], np.float64)))
+            progs.append(_PredictItem(i, prog, np.array([values[c] for c in f.constants],
+                                                        np.float64)))
         out = np.empty((len(parsed), n), dtype=self._np_dtype)
-        groups: dict[tuple[int, str], list[tuple[int, Program, np.ndarray]]] = {}
+        groups: dict[Bucket, list[_PredictItem]] = {}
         for item in progs:
-            kb, sc = self._bucket_for(item[1])
-            groups.setdefault((kb, sc.name), []).append(item)
+            groups.setdefault(self._bucket_for(item.program), []).append(item)
         cap = self.options.batch_size
         f_count = len(self.feature_names)
-        for (kb, scname), group in groups.items():
-            sc = next(s for s in SIZE_CLASSES if s.name == scname)
+        put = self._put
+        for bucket, group in groups.items():
+            kb, sc = bucket.n_consts, bucket.size
             for start in range(0, len(group), cap):
                 batch = group[start:start + cap]
-                code, meta, lits = pack_programs([b[1] for b in batch], n_vars=f_count,
+                code, meta, lits = pack_programs([b.program for b in batch], n_vars=f_count,
                                                  n_consts=kb, n_lits=sc.n_lits,
                                                  n_instr=sc.n_instr, capacity=cap)
                 cv = np.zeros((cap, kb), dtype=self._np_dtype)
                 for j, b in enumerate(batch):
-                    cv[j, :len(b[2])] = b[2]
+                    cv[j, :len(b.constants)] = b.constants
                 key = PredictKey(Layout(f_count, kb, sc.n_lits, sc.n_temps), sc.n_instr, cap,
                                  self._mode, self.options.dtype)
-                put = lambda a: jax.device_put(a, self._device)  # noqa: E731
                 args = (put(code), put(meta), put(lits.astype(self._np_dtype)), put(cv),
                         put(np.int32(len(batch))), Xd)
                 exe, compile_s = _k.COMPILED.get("predict", key, args)
@@ -638,12 +771,8 @@ class Evaluator:
                 pred = np.asarray(exe(*args)).reshape(cap, -1)[:, :n]
                 self._stats.evaluations += len(batch)
                 for j, b in enumerate(batch):
-                    out[b[0]] = pred[j]
+                    out[b.position] = pred[j]
         return out
-
-
-class _TooLarge(Exception):
-    """A formula exceeds the largest bucket."""
 
 
 def enable_persistent_cache(path: str) -> None:
@@ -651,9 +780,20 @@ def enable_persistent_cache(path: str) -> None:
     import jax
 
     os.makedirs(path, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    # jax.config.update is unannotated in jax 0.10, hence the ignores.
+    jax.config.update("jax_compilation_cache_dir", path)  # type: ignore[no-untyped-call]
+    jax.config.update(  # type: ignore[no-untyped-call]
+        "jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
-__all__ = ["Evaluator", "EvaluatorOptions", "SIZE_CLASSES", "DatasetLike",
-           "enable_persistent_cache"]
+__all__ = [
+    "SIZE_CLASSES",
+    "Bucket",
+    "BucketOverflow",
+    "DatasetLike",
+    "Evaluator",
+    "EvaluatorOptions",
+    "SizeClass",
+    "bucket_for",
+    "enable_persistent_cache",
+]

@@ -70,30 +70,30 @@ def _unary(f: Callable[[Array], Array], dfdx: Callable[[Array, Array], Array]) -
 
 
 def _dual_branches() -> list[DualFn]:
-    def copy(va, da, vb, db, pa, pb):  # type: ignore[no-untyped-def]
+    def copy(va: Array, da: Array, vb: Array, db: Array, pa: Array, pb: Array) -> tuple[Array, Array]:
         return va, da
 
-    def add(va, da, vb, db, pa, pb):  # type: ignore[no-untyped-def]
+    def add(va: Array, da: Array, vb: Array, db: Array, pa: Array, pb: Array) -> tuple[Array, Array]:
         return va + vb, da + db
 
-    def sub(va, da, vb, db, pa, pb):  # type: ignore[no-untyped-def]
+    def sub(va: Array, da: Array, vb: Array, db: Array, pa: Array, pb: Array) -> tuple[Array, Array]:
         return va - vb, da - db
 
-    def mul(va, da, vb, db, pa, pb):  # type: ignore[no-untyped-def]
+    def mul(va: Array, da: Array, vb: Array, db: Array, pa: Array, pb: Array) -> tuple[Array, Array]:
         return va * vb, da * _z(pa, vb)[None, :] + db * _z(pb, va)[None, :]
 
-    def div(va, da, vb, db, pa, pb):  # type: ignore[no-untyped-def]
+    def div(va: Array, da: Array, vb: Array, db: Array, pa: Array, pb: Array) -> tuple[Array, Array]:
         inv = 1.0 / vb
         v = va * inv
         return v, da * _z(pa, inv)[None, :] - db * _z(pb, v * inv)[None, :]
 
-    def pow_(va, da, vb, db, pa, pb):  # type: ignore[no-untyped-def]
+    def pow_(va: Array, da: Array, vb: Array, db: Array, pa: Array, pb: Array) -> tuple[Array, Array]:
         v = jnp.power(va, vb)
         ga = vb * jnp.power(va, vb - 1.0)
         gb = v * jnp.log(va)
         return v, da * _z(pa, ga)[None, :] + db * _z(pb, gb)[None, :]
 
-    def neg(va, da, vb, db, pa, pb):  # type: ignore[no-untyped-def]
+    def neg(va: Array, da: Array, vb: Array, db: Array, pa: Array, pb: Array) -> tuple[Array, Array]:
         return -va, -da
 
     table: dict[str, DualFn] = {
@@ -150,9 +150,12 @@ def run_values(code: Array, n_instr: Array, vals: Array) -> Array:
         va = lax.dynamic_index_in_dim(vals, ins[2], 0, keepdims=False)
         vb = lax.dynamic_index_in_dim(vals, ins[3], 0, keepdims=False)
         v = lax.switch(ins[0], _VALUE_BRANCHES, va, vb)
-        return lax.dynamic_update_index_in_dim(vals, v, ins[1], 0)
+        # lax's jit-wrapped helpers and loops are typed as returning Any: name the type here.
+        updated: Array = lax.dynamic_update_index_in_dim(vals, v, ins[1], 0)
+        return updated
 
-    return lax.fori_loop(0, n_instr, body, vals)
+    final: Array = lax.fori_loop(0, n_instr, body, vals)
+    return final
 
 
 def run_duals(code: Array, n_instr: Array, regs: Array) -> Array:
@@ -169,9 +172,11 @@ def run_duals(code: Array, n_instr: Array, regs: Array) -> Array:
         pb = (flags & FLAG_DEP_B) != 0
         branch = jnp.where(flags == 0, ins[0] + len(OPCODES), ins[0])
         out = lax.switch(branch, _DUAL_BRANCHES, a, b, pa, pb)
-        return lax.dynamic_update_index_in_dim(regs, out, ins[1], 0)
+        updated: Array = lax.dynamic_update_index_in_dim(regs, out, ins[1], 0)
+        return updated
 
-    return lax.fori_loop(0, n_instr, body, regs)
+    final: Array = lax.fori_loop(0, n_instr, body, regs)
+    return final
 
 
 # ---------------------------------------------------------------- register files
@@ -250,7 +255,9 @@ def normal_pass(
     block = jnp.broadcast_to(c.astype(dtype)[:, None, None], (k, 1, chunk_len))
     regs = lax.dynamic_update_slice(regs, block, (layout.const_base, 0, 0))
 
-    def chunk(j: Array, acc: tuple[Array, Array, Array, Array, Array]):  # type: ignore[no-untyped-def]
+    Acc = tuple[Array, Array, Array, Array, Array]  # registers, SSE, non-finite rows, JᵀJ, Jᵀr
+
+    def chunk(j: Array, acc: Acc) -> Acc:
         regs, sse, nbad, jtj, jtr = acc
         regs = lax.dynamic_update_slice(regs, X[j][:, None, :], (0, 0, 0))
         regs = run_duals(code, n_instr, regs)
@@ -267,9 +274,10 @@ def normal_pass(
         jtr = jtr + jnp.dot(jac, r)
         return regs, sse, nbad, jtj, jtr
 
-    init = (regs, jnp.zeros((), dtype), jnp.zeros((), jnp.int32),
-            jnp.zeros((k, k), dtype), jnp.zeros((k,), dtype))
-    regs, sse, nbad, jtj, jtr = lax.fori_loop(0, X.shape[0], chunk, init)
+    init: Acc = (regs, jnp.zeros((), dtype), jnp.zeros((), jnp.int32),
+                 jnp.zeros((k, k), dtype), jnp.zeros((k,), dtype))
+    final: Acc = lax.fori_loop(0, X.shape[0], chunk, init)
+    regs, sse, nbad, jtj, jtr = final
     return Normal(sse, nbad, jtj, jtr), regs
 
 
@@ -283,7 +291,7 @@ def split_pass(
     dtype = vals.dtype
     ids = jnp.arange(1, n_splits + 1, dtype=jnp.int32)
 
-    def chunk(j: Array, acc: tuple[Array, Array, Array]):  # type: ignore[no-untyped-def]
+    def chunk(j: Array, acc: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
         vals, sse, nbad = acc
         vals = lax.dynamic_update_slice(vals, X[j], (0, 0))
         vals = run_values(code, n_instr, vals)
@@ -308,7 +316,7 @@ def predict_pass(
     """Predictions (N, C) for row chunks ``X`` (N, F, C)."""
     vals = set_constants(layout, vals, c) if layout.n_consts else vals
 
-    def chunk(j: Array, acc: tuple[Array, Array]):  # type: ignore[no-untyped-def]
+    def chunk(j: Array, acc: tuple[Array, Array]) -> tuple[Array, Array]:
         vals, out = acc
         vals = lax.dynamic_update_slice(vals, X[j], (0, 0))
         vals = run_values(code, n_instr, vals)
@@ -316,5 +324,5 @@ def predict_pass(
         return vals, lax.dynamic_update_slice(out, row, (j, 0))
 
     out = jnp.zeros((X.shape[0], X.shape[2]), dtype=vals.dtype)
-    _, out = lax.fori_loop(0, X.shape[0], chunk, (vals, out))
-    return out
+    final: tuple[Array, Array] = lax.fori_loop(0, X.shape[0], chunk, (vals, out))
+    return final[1]

@@ -23,11 +23,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from sr_dist.evaluator.interpreter import (
-    Layout, init_duals, init_values, normal_pass, predict_pass, split_pass,
-)
 from sr_dist.evaluator.bfgs import bfgs
-from sr_dist.evaluator.lm import LMOptions, levenberg_marquardt
+from sr_dist.evaluator.interpreter import (
+    Layout,
+    Normal,
+    init_duals,
+    init_values,
+    normal_pass,
+    predict_pass,
+    split_pass,
+)
+from sr_dist.evaluator.lm import LMOptions, PassFn, levenberg_marquardt
 
 Array = jax.Array
 
@@ -94,10 +100,10 @@ def _fit_bucket(
             regs0 = init_duals(layout, lits_i, chunk, dtype)
             active = jnp.arange(k) < k_i
 
-            def make_pass(data: tuple[Array, Array, Array]):  # type: ignore[no-untyped-def]
+            def make_pass(data: tuple[Array, Array, Array]) -> PassFn:
                 X, y, w = data
 
-                def pass_fn(c: Array, regs: Any):  # type: ignore[no-untyped-def]
+                def pass_fn(c: Array, regs: Array) -> tuple[Normal, Array]:
                     return normal_pass(code_i, n_instr, root, layout, c, regs, X, y, w)
 
                 return pass_fn
@@ -134,7 +140,8 @@ def _fit_bucket(
         res = fit_one(code[i], meta[i], lits[i], init[i])
         return FitOutput(*(lax.dynamic_update_index_in_dim(o, r, i, 0) for o, r in zip(out, res)))
 
-    return lax.fori_loop(0, n_formulas, loop, out0)
+    fitted: FitOutput = lax.fori_loop(0, n_formulas, loop, out0)
+    return fitted
 
 
 def _predict_bucket(
@@ -150,13 +157,18 @@ def _predict_bucket(
         return predict_pass(code_i, meta_i[0], meta_i[1], layout, c_i, vals0, X)
 
     if key.mode == "vmap":
-        return jax.vmap(one)(code, meta, lits, consts)
+        mapped: Array = jax.vmap(one)(code, meta, lits, consts)
+        return mapped
     out0 = jnp.zeros((key.capacity, X.shape[0], chunk), dtype)
 
     def loop(i: Array, out: Array) -> Array:
-        return lax.dynamic_update_index_in_dim(out, one(code[i], meta[i], lits[i], consts[i]), i, 0)
+        # lax's jit-wrapped helpers and loops are typed as returning Any: name the type here.
+        updated: Array = lax.dynamic_update_index_in_dim(
+            out, one(code[i], meta[i], lits[i], consts[i]), i, 0)
+        return updated
 
-    return lax.fori_loop(0, n_formulas, loop, out0)
+    looped: Array = lax.fori_loop(0, n_formulas, loop, out0)
+    return looped
 
 
 _FIT_JIT = jax.jit(_fit_bucket, static_argnums=0)

@@ -10,7 +10,8 @@ lower loss on fewer rows, and a step that produces more non-finite rows is rejec
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,9 @@ from jax import lax
 from sr_dist.evaluator.interpreter import Normal
 
 Array = jax.Array
-PassFn = Callable[[Array, object], tuple[Normal, object]]
+#: ``pass_fn(c, state) -> (Normal, state)``: one pass over the rows. The state is a pytree the
+#: optimisers carry without looking at it (the kernels' dual register file), hence ``Any``.
+PassFn = Callable[[Array, Any], tuple[Normal, Any]]
 
 
 class LMOptions(NamedTuple):
@@ -91,7 +94,9 @@ def levenberg_marquardt(
     dtype = c0.dtype
     # Damping floor relative to the unit scaled diagonal: regularises redundant constants
     # (a*exp(b)*x) whose normal matrix is singular to working precision.
-    lam_min = 100.0 * float(jnp.finfo(dtype).eps)
+    info = jnp.finfo(dtype)  # type: ignore[no-untyped-call]  # unannotated in jax 0.10
+    lam_min = 100.0 * float(info.eps)
+    tiny = info.tiny
     vpass = jax.vmap(pass_fn)
     state = jax.tree_util.tree_map(
         lambda x: jnp.broadcast_to(x, (n_lanes,) + x.shape), state0)
@@ -110,7 +115,7 @@ def levenberg_marquardt(
     def lane(c: Array, normal: Normal, lam: Array, stall: Array, trial: Normal, delta: Array,
              solved: Array) -> tuple[Array, Normal, Array, Array, Array]:
         ok = better(trial.sse, trial.nbad, normal.sse, normal.nbad)
-        scale = jnp.maximum(normal.sse, jnp.finfo(dtype).tiny)
+        scale = jnp.maximum(normal.sse, tiny)
         gain = (normal.sse - trial.sse) / scale
         # Gauss-Newton model's predicted reduction: even a perfect step would gain this much.
         predicted = (2.0 * jnp.dot(delta, normal.jtr) - jnp.dot(delta, normal.jtj @ delta)) / scale
@@ -146,8 +151,9 @@ def levenberg_marquardt(
             behind = (normal.nbad > fewest) | (normal.sse > (1.0 + opts.prune_gap) * best)
             done = done | ((s.it + 1 >= opts.prune_after) & behind)
         # Stopped lanes keep their state (their lanes still compute, results are discarded).
-        keep = lambda new, old: jnp.where(  # noqa: E731
-            s.done.reshape((-1,) + (1,) * (new.ndim - 1)), old, new)
+        def keep(new: Array, old: Array) -> Array:
+            return jnp.where(s.done.reshape((-1,) + (1,) * (new.ndim - 1)), old, new)
+
         c = keep(c, s.c)
         normal = jax.tree_util.tree_map(keep, normal, s.normal)
         lam = keep(lam, s.lam)

@@ -80,13 +80,27 @@ def count_nodes(node: Node) -> int:
     return total
 
 
+def _num(node: Node) -> float:
+    """A ``num`` leaf's value (a hand-built node without one is malformed)."""
+    if node.value is None:
+        raise LoweringError("a num node has no value")
+    return float(node.value)
+
+
+def _name(node: Node) -> str:
+    """A ``var``/``const`` leaf's name (a hand-built node without one is malformed)."""
+    if node.name is None:
+        raise LoweringError(f"a {node.op} node has no name")
+    return node.name
+
+
 def _fold(node: Node) -> Node:
     """Fold number-only subtrees into one literal (float64 on the host, like numpy would)."""
     if not node.args:
         return node
     args = tuple(_fold(a) for a in node.args)
     if all(a.op == "num" for a in args):
-        vals = [float(a.value) for a in args]  # type: ignore[arg-type]
+        vals = [_num(a) for a in args]
         with np.errstate(all="ignore"):
             value = float(_NUMPY_OPS[node.op](*[np.float64(v) for v in vals]))
         return Node("num", value=value)
@@ -99,7 +113,7 @@ def _rewrite_pow(node: Node) -> Node:
         return node
     args = tuple(_rewrite_pow(a) for a in node.args)
     if node.op == "pow" and args[1].op == "num":
-        base, e = args[0], float(args[1].value)  # type: ignore[arg-type]
+        base, e = args[0], _num(args[1])
         if e == 1.0:
             return Node("copy", (base,))
         if e == 2.0:
@@ -212,10 +226,10 @@ def _lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Pr
 
     def leaf_code(leaf: Node) -> int:
         if leaf.op == "var":
-            return _code(KIND_VAR, var_index[leaf.name])  # type: ignore[index]
+            return _code(KIND_VAR, var_index[_name(leaf)])
         if leaf.op == "const":
-            return _code(KIND_CONST, const_index[leaf.name])  # type: ignore[index]
-        value = float(leaf.value)  # type: ignore[arg-type]
+            return _code(KIND_CONST, const_index[_name(leaf)])
+        value = _num(leaf)
         key = np.float64(value).tobytes()
         if key not in lit_slot:
             lit_slot[key] = len(literals)

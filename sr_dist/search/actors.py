@@ -67,14 +67,6 @@ def canonical_key(variables: Sequence[str], text: str) -> str:
         return text
 
 
-def _warmup_variable(feature_names: Sequence[str]) -> tuple[str, str]:
-    """A variable to build warm-up formulas on, and a constant prefix that is not a variable."""
-    prefix = "w"
-    while any(name.startswith(prefix) for name in feature_names):
-        prefix += "w"
-    return feature_names[0], prefix
-
-
 @ray.remote
 class EvaluatorActor:
     """The shared evaluator (see the module docstring)."""
@@ -108,12 +100,9 @@ class EvaluatorActor:
 
     async def warmup(self) -> dict[str, Any]:
         """Compile the small-program buckets up to 8 constants before the agents start."""
-        from sr_dist.search.service import warmup_formulas
+        from sr_dist.search.service import search_warmup
 
-        variable, prefix = _warmup_variable(self._features)
-        counts = [k for k in self._const_buckets if k <= 8] or [self._const_buckets[0]]
-        formulas = [f.replace("w", prefix) for f in warmup_formulas(variable, counts)]
-        return await self._service.warmup(formulas)
+        return await self._service.warmup(search_warmup(self._features, self._const_buckets))
 
     async def prefit(self, expressions: list[str]) -> dict[str, Any]:
         """Fit a resumed run's old structures so re-proposals are cache hits."""

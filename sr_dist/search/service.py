@@ -13,13 +13,24 @@ No Ray here: the service runs in any event loop (tests use ``asyncio.run``).
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from sr_dist.formula import Formula, Node
 from sr_dist.search.batching import Batch, MicroBatcher
 
-__all__ = ["BatchingEvaluator", "EvaluationFailed", "FitsMany", "warmup_formulas"]
+__all__ = [
+    "WARMUP_MAX_CONSTS",
+    "BatchingEvaluator",
+    "EvaluationFailed",
+    "FitsMany",
+    "search_warmup",
+    "warmup_constant_names",
+    "warmup_formulas",
+    "warmup_tree",
+]
 
 
 class FitsMany(Protocol):
@@ -34,14 +45,59 @@ class EvaluationFailed(RuntimeError):
     """The evaluator raised for a whole batch (not a bad formula: those get a status)."""
 
 
-def warmup_formulas(variable: str, const_counts: Sequence[int]) -> list[str]:
+#: Largest constant count the search warms up (bigger buckets compile when first used).
+WARMUP_MAX_CONSTS = 8
+
+
+def warmup_constant_names(taken: Iterable[str], count: int) -> tuple[str, ...]:
+    """``count`` constant names ``w0, w1, ...`` that equal no name in ``taken`` (the dataset's
+    variables): the prefix grows (``ww0, ...``) until no ``<prefix><digits>`` is taken."""
+    names = frozenset(taken)
+    prefix = "w"
+    while any(re.fullmatch(prefix + "[0-9]+", name) for name in names):
+        prefix += "w"
+    return tuple(f"{prefix}{i}" for i in range(count))
+
+
+def warmup_tree(variable: str, constants: Sequence[str]) -> Node:
+    """The polynomial ``c0 + c1*x + c2*x**2 + ...`` in ``variable`` with one term per name in
+    ``constants`` (the bare variable when there are none), built as a tree so no text rewriting
+    can mangle a variable's name."""
+    x = Node("var", name=variable)
+    if not constants:
+        return x
+    tree = Node("const", name=constants[0])
+    for i, name in enumerate(constants[1:], start=1):
+        power = x if i == 1 else Node("pow", (x, Node("num", value=float(i))))
+        tree = Node("add", (tree, Node("mul", (Node("const", name=name), power))))
+    return tree
+
+
+def warmup_formulas(variable: str, const_counts: Sequence[int], *,
+                    avoid: Sequence[str] = ()) -> list[str]:
     """One polynomial in ``variable`` per constant count: fitting them compiles the buckets
-    the search will use, before the agents start waiting on them."""
+    the search will use, before the agents start waiting on them.
+
+    ``avoid`` are the dataset's other variables: no constant takes one of their names (a
+    constant named like a variable would parse as that variable and land in another bucket).
+    """
+    variables = tuple(dict.fromkeys((variable, *avoid)))
     formulas = []
     for k in const_counts:
-        terms = ["w0"] + [f"w{i}*{variable}" + (f"**{i}" if i > 1 else "") for i in range(1, k)]
-        formulas.append(" + ".join(terms))
+        if k < 0:
+            raise ValueError(f"a constant count cannot be negative (got {k})")
+        tree = warmup_tree(variable, warmup_constant_names(variables, k))
+        formulas.append(Formula.from_tree(tree, variables).text)
     return formulas
+
+
+def search_warmup(feature_names: Sequence[str], const_buckets: Sequence[int]) -> list[str]:
+    """What the evaluator actor fits before a search: the small-program buckets up to
+    :data:`WARMUP_MAX_CONSTS` constants (or the smallest bucket), on the first variable."""
+    if not feature_names:
+        raise ValueError("the dataset has no variables to build warm-up formulas on")
+    counts = [k for k in const_buckets if k <= WARMUP_MAX_CONSTS] or [const_buckets[0]]
+    return warmup_formulas(feature_names[0], counts, avoid=feature_names)
 
 
 class BatchingEvaluator:

@@ -7,12 +7,22 @@ import asyncio
 import threading
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sr_dist.data import load_dataset
 from sr_dist.evaluator import Evaluator
+from sr_dist.evaluator.evaluator import SIZE_CLASSES, Bucket, bucket_for
+from sr_dist.evaluator.program import lower
+from sr_dist.formula import parse_formula
 from sr_dist.search.actors import canonical_key
-from sr_dist.search.service import BatchingEvaluator, EvaluationFailed, warmup_formulas
+from sr_dist.search.service import (
+    BatchingEvaluator,
+    EvaluationFailed,
+    search_warmup,
+    warmup_constant_names,
+    warmup_formulas,
+)
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +90,56 @@ def test_warmup_compiles_then_forgets(evaluator: Evaluator) -> None:
     stats = service.stats()
     assert stats["warmup"]["fits"] == 2 and stats["cache_entries"] == 0
     assert stats["search_fits"] == stats["fits"] - 2
+
+
+# Variables that the old text rewriting (every "w" replaced by a longer prefix) mangled, and
+# one that a constant named "w0" would shadow.
+WARMUP_FEATURES = [("wavelength",), ("w0",), ("wavelength", "w0"), ("w0", "ww1", "wavelength")]
+
+
+@pytest.mark.parametrize("features", WARMUP_FEATURES, ids="-".join)
+def test_warmup_formulas_keep_the_variable_and_hit_their_buckets(
+        features: tuple[str, ...]) -> None:
+    const_buckets = (2, 4, 8, 16)
+    formulas = search_warmup(features, const_buckets)
+    assert len(formulas) == 3  # the buckets up to 8 constants
+    for k, text in zip((2, 4, 8), formulas):
+        f = parse_formula(text, features)
+        assert f.variables == (features[0],), text
+        assert len(f.constants) == k, text
+        assert not set(f.constants) & set(features), text
+        prog = lower(f.canonical_tree, features, [f"c{j}" for j in range(k)])
+        assert bucket_for(prog, const_buckets) == Bucket(k, SIZE_CLASSES[0]), text
+
+
+def test_warmup_formulas_text_and_constant_names() -> None:
+    assert warmup_formulas("wavelength", [2], avoid=["wavelength", "w0"]) == [
+        "ww0 + ww1*wavelength"]
+    assert warmup_formulas("q", [1, 0]) == ["w0", "q"]
+    assert warmup_constant_names(["w", "wavelength", "w_0"], 2) == ("w0", "w1")
+    assert warmup_constant_names(["w7", "ww0"], 2) == ("www0", "www1")
+    with pytest.raises(ValueError, match="negative"):
+        warmup_formulas("q", [-1])
+    with pytest.raises(ValueError, match="no variables"):
+        search_warmup([], (2, 4))
+
+
+def test_warmup_on_a_wavelength_dataset_compiles_the_intended_buckets(tmp_path: Any) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 3.0, size=(500, 2))
+    y = 1.5 + 0.5 * X[:, 0] - 0.25 * X[:, 0] ** 2 + X[:, 1]
+    path = tmp_path / "wave.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="wavelength,w0,y",
+               comments="", fmt="%.17g")
+    dataset = load_dataset(f"csv:{path}", seed=0)
+    ev = Evaluator(dataset, compilation_cache_dir=_cache_dir())
+    service = _service(ev, max_batch=8, max_wait_s=0.0)
+    formulas = search_warmup(dataset.feature_names, ev.options.const_buckets)
+    report = asyncio.run(service.warmup(formulas))
+    assert report["formulas"] == 3 and report["fits"] == 3
+    stats = service.stats()
+    assert stats["buckets"] == {"k2-small": 1, "k4-small": 1, "k8-small": 1}
+    assert stats["invalid"] == 0 and stats["errors"] == 0
 
 
 class _FlakyEvaluator:
