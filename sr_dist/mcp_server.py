@@ -140,7 +140,7 @@ class _Session:
         from sr_dist.search.recording import CandidateRecorder
         from sr_dist.search.run import new_run_id
         from sr_dist.tools import BaseTool
-        from sr_dist.sr.formula_tools import formula_tool_context
+        from sr_dist.sr.context import EpisodeContext
 
         self.options = options
         self.dataset = load_dataset(options.dataset, n=options.n, seed=options.seed, target=options.target)
@@ -149,7 +149,7 @@ class _Session:
         self.results = Path(options.results)
         self.writer = CandidateWriter(self.results, self.run_id, self.dataset.name, MODEL_LABEL)
         self.recorder = CandidateRecorder(self.run_id, 0, MODEL_LABEL, self.dataset.name, self._store)
-        self.context = formula_tool_context(self.dataset, self.evaluator, recorder=self.recorder)
+        self.context = EpisodeContext.create(self.dataset, self.evaluator, recorder=self.recorder)
         self.tools = {name: BaseTool.create(name, context=self.context) for name in SERVED_TOOLS}
         self.record = RunRecord(
             run_id=self.run_id,
@@ -173,7 +173,7 @@ class _Session:
         """Each call is a step of the recorded run (so candidate ids say which call made them)."""
         with self._step_lock:
             step = next(self._steps)
-        episode = self.context["episode"]
+        episode = self.context.episode
         episode.begin_turn(step)
         episode.begin_call(None if request_id is None else str(request_id))
 
