@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self
 
 from sr_dist.evaluator import EvaluatorOptions
 
@@ -134,8 +134,6 @@ def _set(obj: object, name: str, value: Any) -> None:
     object.__setattr__(obj, name, value)
 
 
-_C = TypeVar("_C", bound="_Group")
-
 
 class _Group:
     """What every group dataclass shares: its group name and building from a mapping."""
@@ -143,15 +141,15 @@ class _Group:
     GROUP: ClassVar[str]
 
     @classmethod
-    def keys(cls) -> tuple[str, ...]:
+    def config_keys(cls) -> tuple[str, ...]:
         """The group's config keys, in the order the config shows them."""
         return tuple(f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
                      if f.metadata.get(KEY, True))
 
     @classmethod
-    def from_section(cls: type[_C], section: Mapping[str, Any]) -> _C:
+    def from_section(cls, section: Mapping[str, Any]) -> Self:
         """Check a composed group; a key it lacks takes the default, an unknown one is refused."""
-        unknown = sorted(str(k) for k in section if k not in cls.keys())
+        unknown = sorted(str(k) for k in section if k not in cls.config_keys())
         if unknown:
             raise cls.unknown_key(unknown[0])
         return cls(**{str(k): v for k, v in section.items()})
@@ -159,7 +157,7 @@ class _Group:
     @classmethod
     def unknown_key(cls, key: str, known: tuple[str, ...] = ()) -> SettingsError:
         article = "an" if cls.GROUP[0] in "aeiou" else "a"
-        names = ", ".join(sorted(known or cls.keys()))
+        names = ", ".join(sorted(known or cls.config_keys()))
         return SettingsError(f"{cls.GROUP}.{key}",
                              f"is not {article} {cls.GROUP} option (known: {names})")
 
@@ -247,13 +245,13 @@ class EvaluatorConfig(_Group):
     def extra_options(cls) -> frozenset[str]:
         """``EvaluatorOptions`` fields a config may add beyond the group's own keys."""
         return frozenset(f.name for f in dataclasses.fields(EvaluatorOptions)) \
-            - _OWN_OPTIONS - set(cls.keys())
+            - _OWN_OPTIONS - set(cls.config_keys())
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any]) -> EvaluatorConfig:
         p = cls.GROUP
         device = str_value(section.get("device", cls.device), f"{p}.device", choices=DEVICES)
-        own, extra = set(cls.keys()), cls.extra_options()
+        own, extra = set(cls.config_keys()), cls.extra_options()
         unknown = sorted(str(k) for k in section if k not in own and k not in extra)
         if unknown:
             raise cls.unknown_key(unknown[0], tuple(own | extra))
@@ -281,7 +279,7 @@ class EvaluatorConfig(_Group):
         options = dict(self.options)
         unknown = sorted(set(options) - self.extra_options())
         if unknown:
-            raise self.unknown_key(unknown[0], tuple(set(self.keys()) | self.extra_options()))
+            raise self.unknown_key(unknown[0], tuple(set(self.config_keys()) | self.extra_options()))
         if options.get("const_buckets") is not None:
             options["const_buckets"] = tuple(options["const_buckets"])
         _set(self, "options", options)

@@ -190,7 +190,7 @@ def _plain(cfg: Any) -> tuple[dict[str, Any], str]:
     if isinstance(cfg, DictConfig):
         container = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(container, dict)
-        plain = {k: v for k, v in container.items() if k != "hydra"}
+        plain = {str(k): v for k, v in container.items() if k != "hydra"}
     elif isinstance(cfg, Mapping):
         plain = {str(k): v for k, v in cfg.items() if k != "hydra"}
     else:
