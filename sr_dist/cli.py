@@ -1,6 +1,9 @@
 """``sr-dist``: the Hydra app that runs a search (``python -m sr_dist`` is the same).
 
-The configs live in ``sr_dist/conf`` (package data, so an installed wheel has them too).
+The configs live in ``sr_dist/conf`` (package data, so an installed wheel has them too): the
+groups' defaults and checks in ``sr_dist/conf/schema.py`` (stored in Hydra's ConfigStore when
+``sr_dist.conf`` is imported), the primary ``config.yaml``, ``evaluator/gpu.yaml`` and the model
+presets in YAML.
 ``sr-dist --help`` lists the config groups, the common overrides and the resolved config;
 ``sr-dist --multirun KEY=A,B ...`` runs a sweep, one run after another in this process, all
 writing into the same ``results.path``.
@@ -17,6 +20,8 @@ from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
+
+import sr_dist.conf  # noqa: F401 - stores the config groups' defaults in Hydra's ConfigStore
 
 __all__ = ["main", "run_from_config"]
 

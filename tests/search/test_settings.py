@@ -9,6 +9,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
+from sr_dist.conf.schema import DatasetConfig, SearchConfig
 from sr_dist.search.settings import SettingsError, settings_from_config
 
 
@@ -39,8 +40,12 @@ OVERRIDES: list[tuple[list[str], str, Any]] = [
     (["search.target_nmse=1e-6"], "search.target_nmse", 1e-6),
     (["search.target_nmse=null"], "search.target_nmse", None),
     (["search.seed=4"], "search.seed", 4),
+    (["search.tools=[evaluate_formulas,submit_formula]"], "search.tools",
+     ("evaluate_formulas", "submit_formula")),
+    (["evaluator.max_restarts=5"], "evaluator.max_restarts", 5),
+    (["+evaluator.layout=diagonal"], "evaluator.options", None),
     (["evaluator=gpu"], "evaluator.device", "gpu"),
-    (["evaluator.device=gpu", "+evaluator.num_gpus=0.5"], "evaluator.num_gpus", 0.5),
+    (["evaluator.device=gpu", "evaluator.num_gpus=0.5"], "evaluator.num_gpus", 0.5),
     (["evaluator.max_batch=1"], "evaluator.max_batch", 1),
     (["ray.address=auto"], "ray.address", "auto"),
     (["ray.address=ray://head:10001"], "ray.address", "ray://head:10001"),
@@ -63,7 +68,9 @@ def _lookup(settings: Any, dotted: str) -> Any:
 @pytest.mark.parametrize("overrides, key, expected", OVERRIDES, ids=[" ".join(o[0]) for o in OVERRIDES])
 def test_overrides_reach_settings(overrides: list[str], key: str, expected: Any, tmp_path: Path) -> None:
     settings = settings_from_config(_compose(*overrides), base_dir=tmp_path)
-    if key == "model":
+    if key == "evaluator.options":
+        assert settings.evaluator.options["layout"] == "diagonal"
+    elif key == "model":
         assert settings.model["model"] == "gpt-x"
         assert settings.model["base_url"] == "http://h/v1"
         assert settings.model["api_key_env"] == "KEY"
@@ -97,7 +104,10 @@ BAD: list[tuple[list[str], str]] = [
     (["evaluator.max_batch=0"], "evaluator.max_batch"),
     (["evaluator.max_wait_s=-0.1"], "evaluator.max_wait_s"),
     (["+evaluator.bogus=1"], "evaluator.bogus"),
-    (["evaluator.device=gpu", "+evaluator.num_gpus=0"], "evaluator.num_gpus"),
+    (["+search.agent=3"], "search.agent"),
+    (["+ray.adress=auto"], "ray.adress"),
+    (["search.tools=[evaluate_formulas,plot]"], "search.tools"),
+    (["evaluator.device=gpu", "evaluator.num_gpus=0"], "evaluator.num_gpus"),
     (["evaluator.warmup=maybe"], "evaluator.warmup"),
     (["ray.auth_mode=open"], "ray.auth_mode"),
     (["ray.address=nowhere"], "ray.address"),
@@ -118,11 +128,18 @@ def test_bad_values_name_their_key(overrides: list[str], key: str, tmp_path: Pat
     assert str(info.value).startswith(key + " ")
 
 
-def test_missing_groups_are_reported() -> None:
+def test_missing_groups_are_reported_and_missing_keys_take_the_schema_defaults() -> None:
     with pytest.raises(SettingsError, match="^model "):
         settings_from_config({"dataset": {}})
-    with pytest.raises(SettingsError, match="^search.agents is missing"):
+    with pytest.raises(SettingsError, match="^search must be a config group"):
         settings_from_config({
             "model": {"provider": "evolve"}, "dataset": {"source": "feynman:I.6.2"},
-            "evaluator": {}, "search": {}, "ray": {}, "results": {"path": "x"},
+            "evaluator": {}, "ray": {}, "results": {"path": "x"},
         })
+    # A plain mapping (not composed by Hydra) that leaves keys out gets the schema's defaults.
+    settings = settings_from_config({
+        "model": {"provider": "evolve"}, "dataset": {"source": "feynman:I.6.2"},
+        "evaluator": {}, "search": {}, "ray": {}, "results": {"path": "x"},
+    })
+    assert settings.search == SearchConfig()
+    assert settings.dataset.n == DatasetConfig.n and settings.evaluator.max_batch == 256

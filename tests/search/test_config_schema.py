@@ -1,0 +1,156 @@
+"""The config groups' schema (sr_dist/conf/schema.py): the ConfigStore holds its defaults, no YAML
+repeats them, evaluator=gpu is the cpu option on a GPU, and ``search.tools`` is checked."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_module
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+import sr_dist.conf
+from sr_dist.conf.schema import (
+    GROUP_OPTIONS,
+    DatasetConfig,
+    EvaluatorConfig,
+    RayConfig,
+    ResultsConfig,
+    SearchConfig,
+    SettingsError,
+    default_node,
+)
+from sr_dist.evaluator import EvaluatorOptions
+from sr_dist.search import Settings, settings_from_config
+from sr_dist.tools.formula_tools import FORMULA_TOOLS
+
+CONF = Path(sr_dist.conf.__file__).parent
+
+
+def _compose(*overrides: str) -> Any:
+    with initialize_config_module("sr_dist.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    return {str(k): v for k, v in container.items()}
+
+
+@pytest.mark.parametrize("group, name, schema", GROUP_OPTIONS, ids=[g[0] for g in GROUP_OPTIONS])
+def test_the_config_store_holds_each_groups_dataclass_defaults(group: str, name: str,
+                                                               schema: Any) -> None:
+    stored = ConfigStore.instance().load(f"{group}/{name}.yaml").node
+    assert OmegaConf.to_container(stored) == default_node(schema)
+    # Composed with no overrides, the group is those defaults; the dataclass built from it is
+    # the dataclass's own default instance (nothing in YAML changed a value on the way).
+    composed = _plain(_compose())[group]
+    assert list(composed) == list(schema.config_keys())
+    if schema is not EvaluatorConfig:  # its cache directory comes from an oc.env default
+        assert schema.from_section(composed) == schema()
+
+
+def test_no_yaml_file_repeats_a_groups_defaults() -> None:
+    for group, name, _ in GROUP_OPTIONS:
+        assert not (CONF / group / f"{name}.yaml").exists(), f"{group}/{name}.yaml shadows the schema"
+
+
+def test_gpu_yaml_derives_from_cpu() -> None:
+    gpu = OmegaConf.load(CONF / "evaluator" / "gpu.yaml")
+    assert list(gpu.defaults) == ["cpu", "_self_"]
+    assert {k for k in gpu if k != "defaults"} == {"device"}
+    cpu, on_gpu = _plain(_compose())["evaluator"], _plain(_compose("evaluator=gpu"))["evaluator"]
+    assert on_gpu == {**cpu, "device": "gpu"}
+    # A cpu override still reaches the gpu option, since it is the same node underneath.
+    changed = _plain(_compose("evaluator=gpu", "evaluator.max_batch=7"))["evaluator"]
+    assert changed["max_batch"] == 7 and changed["device"] == "gpu"
+
+
+def test_gpu_settings_reserve_the_default_gpu(tmp_path: Path) -> None:
+    settings = settings_from_config(_compose("evaluator=gpu"), base_dir=tmp_path)
+    assert settings.evaluator.device == "gpu" and settings.evaluator.num_gpus == 1.0
+    assert settings.evaluator.options["device"] == "gpu"
+
+
+def test_evaluator_fit_defaults_are_the_evaluators_own() -> None:
+    config = EvaluatorConfig()
+    defaults = EvaluatorOptions()
+    assert (config.restarts, config.dtype, config.method) == \
+        (defaults.restarts, defaults.dtype, defaults.method)
+
+
+def test_the_jax_cache_default_follows_the_environment(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SR_DIST_JAX_CACHE_DIR", str(tmp_path / "jax"))
+    settings = settings_from_config(_compose(), base_dir=tmp_path)
+    assert settings.evaluator.compilation_cache_dir == str(tmp_path / "jax")
+    monkeypatch.delenv("SR_DIST_JAX_CACHE_DIR")
+    settings = settings_from_config(_compose(), base_dir=tmp_path)
+    assert settings.evaluator.compilation_cache_dir == str(Path("~/.cache/sr-dist/jax").expanduser())
+
+
+def test_the_dataclasses_check_their_values_when_built_directly() -> None:
+    with pytest.raises(SettingsError, match=r"^search.agents must be positive, got -1$"):
+        SearchConfig(agents=-1)
+    with pytest.raises(SettingsError, match="^dataset.split must sum to 1"):
+        DatasetConfig(split=(0.5, 0.5, 0.5))
+    with pytest.raises(SettingsError, match="^ray.auth_mode must be one of disabled, token"):
+        RayConfig(auth_mode="open")
+    with pytest.raises(SettingsError, match="^results.path must be a local or mounted"):
+        ResultsConfig(path="s3://bucket")
+    with pytest.raises(SettingsError, match="^evaluator.num_gpus must be positive"):
+        EvaluatorConfig(device="gpu", num_gpus=0)
+    assert RayConfig(address="local").starts_cluster
+    assert SearchConfig(max_seconds=3).max_seconds == 3.0
+
+
+def test_frozen_values() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SearchConfig().agents = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("schema, key, noun", [
+    (SearchConfig, "agent", "a search option"),
+    (DatasetConfig, "sorce", "a dataset option"),
+    (RayConfig, "adress", "a ray option"),
+    (ResultsConfig, "flush", "a results option"),
+    (EvaluatorConfig, "restart", "an evaluator option"),
+])
+def test_unknown_keys_name_the_key_and_the_known_ones(schema: Any, key: str, noun: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        schema.from_section({key: 1})
+    assert info.value.key == f"{schema.GROUP}.{key}"
+    assert f"is not {noun} (known: " in str(info.value)
+
+
+# --- search.tools ------------------------------------------------------------------------------
+
+def test_search_tools_default_is_every_formula_tool(tmp_path: Path) -> None:
+    settings = settings_from_config(_compose(), base_dir=tmp_path)
+    assert settings.search.tools is None
+    assert isinstance(settings, Settings)
+
+
+def test_search_tools_keeps_the_order_given(tmp_path: Path) -> None:
+    chosen = list(reversed(FORMULA_TOOLS))
+    settings = settings_from_config(_compose(f"search.tools=[{','.join(chosen)}]"),
+                                    base_dir=tmp_path)
+    assert settings.search.tools == tuple(chosen)
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("search.tools=[evaluate_formulas,plot]", "names an unknown tool 'plot' (known: "
+                                              + ", ".join(FORMULA_TOOLS) + ")"),
+    ("search.tools=[]", "must be null (every formula tool) or a non-empty list"),
+    ("search.tools=submit_formula", "must be null (every formula tool) or a non-empty list"),
+    ("search.tools=[submit_formula,submit_formula]", "names 'submit_formula' twice"),
+])
+def test_bad_search_tools_are_refused(override: str, fragment: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as info:
+        settings_from_config(_compose(override), base_dir=tmp_path)
+    assert info.value.key == "search.tools"
+    assert fragment in str(info.value)
