@@ -113,7 +113,7 @@ def tool_names(value: Any, key: str) -> tuple[str, ...] | None:
         return None
     # The one import of the formula tools' names in the config layer (lazy: it pulls numpy
     # and the agent kit, which composing a config does not need).
-    from sr_dist.tools.formula_tools import FORMULA_TOOLS
+    from sr_dist.sr.formula_tools import FORMULA_TOOLS
 
     known = ", ".join(FORMULA_TOOLS)
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:

@@ -154,6 +154,7 @@ class Driver:
                 deadline_s=s.search.max_seconds, servers=s.servers,
                 step_offset=offset,
                 prior=self.resume.prior_of(agent_id) if self.resume else (),
+                tools=s.search.tools,
             )
             actor = AgentActor.options(  # type: ignore[attr-defined]
                 name=agent_actor_name(self.run_id, agent_id),

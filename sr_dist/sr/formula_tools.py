@@ -27,6 +27,7 @@ from sr_dist.tools.base import BaseTool
 from sr_dist.tools.execution import run_coroutine_blocking
 from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.registry import ToolCatalog, ToolRegistry
+from sr_dist.tools.types import ToolCallResult
 
 __all__ = [
     "FORMULA_TOOLS",
@@ -235,12 +236,29 @@ class _FormulaTool(BaseTool[EpisodeContext]):
     context: EpisodeContext
 
     def __init__(self, context: EpisodeContext | None = None) -> None:
-        if not isinstance(context, EpisodeContext):
+        # No context: a tool built to read its metadata or schema; calling it says what is missing.
+        if context is not None and not isinstance(context, EpisodeContext):
             raise TypeError(
                 f"the {self.metadata.name} tool needs an EpisodeContext, got {type(context).__name__}; "
                 "build one with EpisodeContext.create(dataset, evaluator, ...)"
             )
-        super().__init__(context)
+        super().__init__(context)  # type: ignore[arg-type]
+        self._bound = context is not None
+
+    def __call__(self, /, **arguments: Any) -> ToolCallResult:
+        self._require_context()
+        return super().__call__(**arguments)
+
+    async def acall(self, /, **arguments: Any) -> ToolCallResult:
+        self._require_context()
+        return await super().acall(**arguments)
+
+    def _require_context(self) -> None:
+        if not self._bound:
+            raise RuntimeError(
+                f"the {self.metadata.name} tool was built without an EpisodeContext; build it with "
+                f"BaseTool.create({self.metadata.name!r}, context=EpisodeContext.create(dataset, evaluator))"
+            )
 
     def _fit(self, expressions: list[str]) -> list[Any]:
         evaluator = self.context.evaluator

@@ -69,7 +69,7 @@ def test_it_lists_the_formula_tools_with_the_agents_schemas(served: dict[str, An
     listed = {tool.name: tool for tool in served["listed"].tools}
     assert tuple(listed) == SERVED_TOOLS
     for name, tool in listed.items():
-        ours = BaseTool.create(name, context={}).metadata
+        ours = BaseTool.create(name).metadata
         assert tool.input_schema == dict(ours.spec.parameters)
         assert tool.description == ours.spec.description
         assert tool.annotations is not None and tool.annotations.idempotent_hint is True

@@ -217,3 +217,14 @@ def test_format_nmse_uses_four_significant_digits() -> None:
     assert format_nmse(0.000123456) == "0.0001235"
     assert format_nmse(1.23456e-9) == "1.235e-09"
     assert format_nmse(math.inf) == "inf" and format_nmse(None) == "-"
+
+
+def test_a_formula_tool_needs_an_episode_context_to_run_but_not_to_be_described() -> None:
+    from sr_dist.tools import BaseTool
+
+    bare = BaseTool.create("evaluate_formulas")
+    assert bare.metadata.name == "evaluate_formulas" and "expressions" in bare.spec.parameters["properties"]
+    with pytest.raises(RuntimeError, match="without an EpisodeContext"):
+        bare(expressions=["x0"])
+    with pytest.raises(TypeError, match="needs an EpisodeContext, got dict"):
+        BaseTool.create("evaluate_formulas", context={"dataset": None})
