@@ -22,7 +22,6 @@ from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.search.resume import prior_history, resume_note
 from sr_dist.sr import build_agent as wire_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS
-from sr_dist.tools.mcp import astart_mcp_tools
 
 __all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode"]
 
@@ -149,6 +148,10 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
     try:
         extra_tools: Any = ()
         if spec.servers:
+            # Here, not at the top: the MCP SDK takes about a second to import, and only an
+            # agent with MCP servers needs it.
+            from sr_dist.tools.mcp import astart_mcp_tools
+
             toolset = await astart_mcp_tools(spec.servers)
             extra_tools = toolset.tools(reserved=FORMULA_TOOLS)
         agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools)

@@ -41,7 +41,6 @@ from sr_dist.search.ray_setup import agent_actor_name, evaluator_actor_name, ini
 from sr_dist.search.report import best_candidate, print_report
 from sr_dist.search.resume import ResumeState, load_resume, resolve_settings, resumed_record
 from sr_dist.search.settings import Settings, SettingsError
-from sr_dist.tools.mcp import MCPConfigError, parse_servers
 
 __all__ = [
     "BestFormula",
@@ -165,6 +164,10 @@ def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
                                 "was passed too; a resumed run keeps its id")
         run_id = settings.resume
     if settings.servers:
+        # Here, not at the top: the MCP SDK takes about a second to import (runs without
+        # servers never need it).
+        from sr_dist.tools.mcp import MCPConfigError, parse_servers
+
         try:  # refuse a bad launch config before any actor starts
             parse_servers(settings.servers)
         except MCPConfigError as exc:

@@ -25,7 +25,7 @@ from sr_dist.conf.schema import (
 )
 from sr_dist.evaluator import EvaluatorOptions
 from sr_dist.search import Settings, settings_from_config
-from sr_dist.tools.formula_tools import FORMULA_TOOLS
+from sr_dist.sr.formula_tools import FORMULA_TOOLS
 
 CONF = Path(sr_dist.conf.__file__).parent
 
