@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: run test install install-test bench clean
+.PHONY: run test gates install install-test bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,13 @@ install-test: $(VENV)/.installed-test
 run: install
 	$(VENV)/bin/sr-dist $(ARGS)
 
-test: install-test
+# The gates first (import contract, lint, strict typing; see docs/architecture.md), then the suite.
+gates: install-test
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check sr_dist tests bench
+	$(VENV)/bin/mypy
+
+test: gates
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install-test

@@ -30,9 +30,10 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sr_dist.context import Context  # noqa: E402
 from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator, FitResult  # noqa: E402
-from sr_dist.sr.evolve.recovery import exact_recovery  # noqa: E402
 from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
+from sr_dist.sr.evolve.recovery import exact_recovery  # noqa: E402
 from sr_dist.tools.types import ToolCall, ToolCallResult  # noqa: E402
 
 #: The fixed problem list: every 4th equation of the AI Feynman table in file order (rows 1, 5,

@@ -61,17 +61,25 @@ import sys
 import tempfile
 import time
 import traceback
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from peers_lib import (  # noqa: E402
-    PROBLEMS, TOOLS, PeerResult, gplearn_to_formula, literals_to_constants, markdown_tables,
-    operon_to_formula, recovery_rel_tol, result_key,
+    PROBLEMS,
+    TOOLS,
+    PeerResult,
+    gplearn_to_formula,
+    literals_to_constants,
+    markdown_tables,
+    operon_to_formula,
+    recovery_rel_tol,
+    result_key,
 )
 
 OPERON_SYMBOLS = "add,sub,mul,div,constant,variable,sin,cos,exp,log,sqrt,square,tanh"
@@ -171,7 +179,7 @@ def run_srdist(problem: str, noise: float, budget: float, n: int, t0: float) -> 
     from sr_dist.search import run_search
 
     ds = _load(problem, n, noise)
-    started = datetime.fromtimestamp(t0, tz=timezone.utc)
+    started = datetime.fromtimestamp(t0, tz=UTC)
     with tempfile.TemporaryDirectory(prefix="peers-srdist-") as out:
         overrides = [f"dataset.source=feynman:{problem}", f"dataset.n={n}",
                      f"dataset.noise={noise}", "dataset.seed=0", "model=evolve",

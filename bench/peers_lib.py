@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 #: The fixed problem list (34 AI Feynman equations): every 4th equation of the table in file
 #: order (the 25 of ``bench/evolve_feynman.py``), I.12.11 (the README's problem), and eight

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
     "Candidate",
@@ -121,7 +122,7 @@ class Candidate:
 
     @classmethod
     def from_fit(cls, fit: Any, *, step: int = 0, tool_call_id: str | None = None,
-                 agent_id: int | None = None) -> "Candidate":
+                 agent_id: int | None = None) -> Candidate:
         """From a ``FitResult``, a tool result record or a results-table row (any object or
         mapping with those field names; constants may be JSON text, as Parquet stores them)."""
         return cls(
@@ -140,7 +141,7 @@ class Candidate:
             candidate_id=_get(fit, "candidate_id"),
         )
 
-    def with_recovered(self, recovered: bool | None) -> "Candidate":
+    def with_recovered(self, recovered: bool | None) -> Candidate:
         return replace(self, recovered=recovered)
 
     def record(self) -> dict[str, Any]:

@@ -139,8 +139,8 @@ class _Session:
         from sr_dist.results import CandidateWriter, RunRecord, utc_now, write_run
         from sr_dist.search.recording import CandidateRecorder
         from sr_dist.search.run import new_run_id
-        from sr_dist.tools import BaseTool
         from sr_dist.sr.context import EpisodeContext
+        from sr_dist.tools import BaseTool
 
         self.options = options
         self.dataset = load_dataset(options.dataset, n=options.n, seed=options.seed, target=options.target)

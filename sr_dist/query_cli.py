@@ -20,7 +20,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
@@ -91,7 +91,7 @@ def _plain(value: Any) -> Any:
         return _plain(float(value))
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc)
+            value = value.astimezone(UTC)
         return value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
@@ -117,7 +117,7 @@ def _cell(value: Any) -> str:
         return f"{number:.4g}" if math.isfinite(number) else str(number)
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc)
+            value = value.astimezone(UTC)
         stamp: str = value.strftime("%Y-%m-%d %H:%M:%S")
         return stamp
     if isinstance(value, (list, tuple, dict)):

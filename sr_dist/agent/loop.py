@@ -17,9 +17,10 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from sr_dist.agent.compaction import (
     COMPACTED,
@@ -72,7 +73,7 @@ class StopReason(StrEnum):
     INTERNAL_ERROR = "internal_error"
 
     @classmethod
-    def of(cls, reason: str) -> "StopReason | None":
+    def of(cls, reason: str) -> StopReason | None:
         """The member a stop reason belongs to (``model_error:<kind>`` is ``MODEL_ERROR``), or
         None for a reason the loop does not give (the driver's ``lost``, ``killed``, ...)."""
         head = str(reason).split(":", 1)[0]
@@ -125,7 +126,7 @@ class AgentLimits:
             raise ValueError(f"AgentLimits.max_prose_turns must be a positive integer, got {self.max_prose_turns!r}")
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> "AgentLimits":
+    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> AgentLimits:
         """From a config mapping (e.g. the Hydra ``search`` group); unknown keys are an error."""
         cfg = dict(cfg or {})
         known = set(cls.__dataclass_fields__)

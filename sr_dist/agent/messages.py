@@ -6,8 +6,8 @@ defaults here name no task.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 __all__ = ["LoopMessages", "default_nudge", "default_truncated"]
 

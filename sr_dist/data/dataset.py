@@ -96,7 +96,7 @@ def check_split(split: tuple[float, float, float]) -> tuple[float, float, float]
     try:
         parts = tuple(float(p) for p in split)
     except (TypeError, ValueError):
-        raise DatasetError(f"split must be three fractions (train, val, test), got {split!r}")
+        raise DatasetError(f"split must be three fractions (train, val, test), got {split!r}") from None
     if len(parts) != 3 or not all(math.isfinite(p) and p >= 0 for p in parts):
         raise DatasetError(
             f"split must be three non-negative fractions (train, val, test), got {split!r}"

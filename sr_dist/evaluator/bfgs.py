@@ -35,7 +35,7 @@ class BFGSOptions(NamedTuple):
 
 
 def bfgs(pass_fn: PassFn, c0: Array, active: Array, state0: object, n_rows: Array,
-         max_iters: int, opts: BFGSOptions = BFGSOptions()) -> LMResult:
+         max_iters: int, opts: BFGSOptions = BFGSOptions()) -> LMResult:  # noqa: B008 - a frozen value
     """Minimise the MSE from each row of ``c0`` (lanes, K); returns LM-shaped results
     (constants, SSE, non-finite rows, iterations) per lane. ``active`` masks real constants."""
     dtype = c0.dtype

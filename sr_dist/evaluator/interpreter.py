@@ -13,7 +13,8 @@ has an exactly-zero dual, and its partial is zeroed too so ``0 * inf`` cannot pr
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

@@ -9,7 +9,8 @@ role are merged). Kept apart from the adapter so it is tested without the ``anth
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sr_dist.models.base import ModelError, ModelErrorKind, ModelResponse, Usage
 

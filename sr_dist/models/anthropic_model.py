@@ -11,9 +11,10 @@ import importlib
 import json
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from sr_dist.context import Context
 from sr_dist.models.anthropic_format import from_anthropic_response, to_anthropic_messages, to_anthropic_tools
@@ -61,7 +62,7 @@ class AnthropicConfig:
     retry: RetryPolicy = RetryPolicy()
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any]) -> "AnthropicConfig":
+    def from_mapping(cls, cfg: Mapping[str, Any]) -> AnthropicConfig:
         check_keys(cfg, COMMON_KEYS, "anthropic")
         timeout = opt_float(cfg, "timeout_s", 120.0, positive=True)
         max_tokens = opt_int(cfg, "max_tokens", 4096, minimum=1)
@@ -107,7 +108,7 @@ class AnthropicModel(RemoteModel):
     @classmethod
     def from_config(
         cls, cfg: Mapping[str, Any], *, getenv: Callable[[str], str | None] | None = None, sleep: Callable[[float], None] = time.sleep
-    ) -> "AnthropicModel":
+    ) -> AnthropicModel:
         config = AnthropicConfig.from_mapping(cfg)
         import_anthropic()  # the missing extra is the first thing to report
         key = resolve_api_key(cfg, getenv=getenv or os.environ.get, default_env="ANTHROPIC_API_KEY")

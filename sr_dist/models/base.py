@@ -9,9 +9,10 @@ exception type (:class:`ModelError`) the agent can catch and reason about.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from sr_dist.context import Context
 
@@ -75,7 +76,7 @@ class Usage:
     completion_tokens: int = 0
     total_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
         return Usage(
@@ -85,7 +86,7 @@ class Usage:
         )
 
     @classmethod
-    def of(cls, prompt_tokens: int | None, completion_tokens: int | None, total_tokens: int | None = None) -> "Usage":
+    def of(cls, prompt_tokens: int | None, completion_tokens: int | None, total_tokens: int | None = None) -> Usage:
         """Build from possibly-missing counts; a missing total is the sum of the parts."""
         p, c = int(prompt_tokens or 0), int(completion_tokens or 0)
         return cls(p, c, int(total_tokens) if total_tokens is not None else p + c)
@@ -98,7 +99,7 @@ class Usage:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "Usage":
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
         data = data or {}
         return cls.of(data.get("prompt_tokens"), data.get("completion_tokens"), data.get("total_tokens"))
 
@@ -140,7 +141,7 @@ class ModelResponse:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ModelResponse":
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelResponse:
         calls = data.get("tool_calls") or ()
         if not isinstance(calls, Sequence) or not all(isinstance(c, Mapping) for c in calls):
             raise ValueError("tool_calls must be a list of objects")
@@ -181,7 +182,7 @@ class ModelError(Exception):
         self.attempts = attempts
         self.retry_after_s = retry_after_s
 
-    def with_attempts(self, attempts: int) -> "ModelError":
+    def with_attempts(self, attempts: int) -> ModelError:
         """The same error, reporting how many attempts were made in total."""
         return ModelError(
             self.message,
@@ -202,7 +203,7 @@ class ModelError(Exception):
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ModelError":
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelError:
         """The inverse of :meth:`to_dict`; an unknown ``kind`` is a ``ValueError``."""
         return cls(
             str(data.get("message", "")),

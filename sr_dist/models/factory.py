@@ -14,11 +14,14 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from sr_dist.models.base import ModelConfigError, ModelProtocol
+from sr_dist.models.circuit import CIRCUIT_KEYS, circuit_policy, provider_circuit
 from sr_dist.models.options import as_plain_dict, opt_str
 from sr_dist.models.providers import COMPAT_PROVIDERS, MOCK_REPLAY_ENV
+from sr_dist.models.replay import REPLAY_ENV, RecordingModel, ReplayModel
 
 __all__ = ["ENTRY_POINT_GROUP", "NETWORK_PROVIDERS", "PROVIDERS", "build_model", "register_provider"]
 
@@ -75,9 +78,10 @@ def _plugin(provider: str) -> ProviderBuilder:
 def _build_remote(provider: str, options: dict[str, Any], env: Callable[[str], str | None],
                   sleep: Callable[[float], None]) -> ModelProtocol:
     """A network adapter, with its provider's circuit when the config sets
-    ``model.circuit_failures`` or ``model.circuit_recovery_s`` (read here, not by the adapter)."""
-    from sr_dist.models.circuit import CIRCUIT_KEYS, circuit_policy, provider_circuit
+    ``model.circuit_failures`` or ``model.circuit_recovery_s`` (read here, not by the adapter).
 
+    The adapters are imported here: each pulls its provider's SDK (``openai``; ``anthropic``, an
+    optional extra), which a run with another provider never needs."""
     adapter_options = {k: v for k, v in options.items() if k not in CIRCUIT_KEYS}
     model: Any
     if provider == "openai" or provider in COMPAT_PROVIDERS:
@@ -124,7 +128,6 @@ def build_model(
     if provider in NETWORK_PROVIDERS:
         model = _build_remote(provider, options, env, sleep)
     elif provider in ("replay", "mock"):
-        from sr_dist.models.replay import REPLAY_ENV, ReplayModel
 
         envs = (MOCK_REPLAY_ENV, REPLAY_ENV) if provider == "mock" else (REPLAY_ENV,)
         replay = ReplayModel.from_config(options, getenv=env, provider=provider, path_envs=envs)
@@ -135,7 +138,6 @@ def build_model(
         model = _plugin(str(provider))({k: v for k, v in options.items() if k != "record_path"})
 
     if record_path:
-        from sr_dist.models.replay import RecordingModel
 
         model = RecordingModel(model, record_path)
     return model

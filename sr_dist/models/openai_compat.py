@@ -13,8 +13,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from sr_dist.context import Context
 from sr_dist.models.base import (
@@ -68,7 +69,7 @@ class OpenAIConfig:
     @classmethod
     def from_mapping(
         cls, cfg: Mapping[str, Any], *, provider: str = "openai", default_base_url: str = DEFAULT_BASE_URL
-    ) -> "OpenAIConfig":
+    ) -> OpenAIConfig:
         check_keys(cfg, COMMON_KEYS, provider)
         timeout = opt_float(cfg, "timeout_s", 120.0, positive=True)
         assert timeout is not None
@@ -192,7 +193,7 @@ class OpenAICompatModel(RemoteModel):
         getenv: Callable[[str], str | None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         endpoint: CompatEndpoint | None = None,
-    ) -> "OpenAICompatModel":
+    ) -> OpenAICompatModel:
         """Build from a ``model`` config; ``endpoint`` supplies a named provider's defaults."""
         if endpoint is None:
             config = OpenAIConfig.from_mapping(cfg)

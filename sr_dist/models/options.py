@@ -9,7 +9,8 @@ config itself.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from sr_dist.models.base import TOOL_MODES, ModelConfigError
 from sr_dist.models.retry import RetryPolicy

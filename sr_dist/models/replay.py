@@ -20,9 +20,10 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from sr_dist.context import Context
 from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelProtocol, ModelResponse
@@ -80,7 +81,7 @@ class TranscriptEntry:
         return json.dumps(line, ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str, where: str = "transcript") -> "TranscriptEntry":
+    def from_json(cls, text: str, where: str = "transcript") -> TranscriptEntry:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -143,7 +144,7 @@ class ReplayModel:
         getenv: Callable[[str], str | None] = os.environ.get,
         provider: str = "replay",
         path_envs: Sequence[str] = (REPLAY_ENV,),
-    ) -> "ReplayModel":
+    ) -> ReplayModel:
         """Build from a ``model`` config: the transcript is ``model.replay_path``, else the first
         of ``path_envs`` that is set (``mock`` reads Thea's ``LLM_REPLAY`` before ``SR_DIST_REPLAY``)."""
         check_keys(cfg, _REPLAY_KEYS, provider)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable, Mapping, TypeVar
+from datetime import UTC, datetime
+from typing import TypeVar
 
 from sr_dist.models.base import ModelError, ModelErrorKind
 
@@ -56,7 +57,7 @@ class RetryPolicy:
             raise ValueError(f"jitter is a fraction in [0, 1], got {self.jitter}")
 
     @classmethod
-    def from_retries(cls, max_retries: int, base_delay_s: float = 0.5, max_delay_s: float = 8.0) -> "RetryPolicy":
+    def from_retries(cls, max_retries: int, base_delay_s: float = 0.5, max_delay_s: float = 8.0) -> RetryPolicy:
         """From the config's view: ``max_retries`` extra attempts after the first."""
         if max_retries < 0:
             raise ValueError(f"max_retries must not be negative, got {max_retries}")
@@ -114,8 +115,8 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: datetime | None = 
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max((when - (now or datetime.now(timezone.utc))).total_seconds(), 0.0)
+        when = when.replace(tzinfo=UTC)
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 
 def call_with_retries(

@@ -8,7 +8,8 @@ outcome per model call, a ``ToolCall`` or an ``UnreadableCall``, plus reply-leve
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sr_dist.parsers.base import BaseParser, PromptedParser, SpecLike, normalize_spec
 from sr_dist.parsers.json_calls import JsonParser

@@ -8,8 +8,9 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from sr_dist.parsers.outcomes import CallOutcome, UnreadableCall
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from sr_dist.parsers._support import MAX_TEXT_CHARS, assign_ids
 from sr_dist.parsers.outcomes import CallOutcome, ParseResult, UnreadableCall

@@ -7,8 +7,9 @@ blocks) and the ``openai`` parser's optional text fallback, so all three accept 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from sr_dist.parsers._support import MAX_DEPTH, describe_exception, nesting_exceeds, strict_loads
 from sr_dist.tools.types import ToolCall

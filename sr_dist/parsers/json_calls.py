@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from sr_dist.parsers._support import (
     MAX_BLOCK_CHARS,
+    LineIndex,
     Problems,
     describe_exception,
-    LineIndex,
     snippet,
     strict_raw_decode,
 )

@@ -13,7 +13,8 @@ default because prose that quotes a JSON example would otherwise run a tool.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from sr_dist.parsers._support import Problems
 from sr_dist.parsers.base import (

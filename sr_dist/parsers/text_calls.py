@@ -16,17 +16,18 @@ import bisect
 import json
 import re
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from sr_dist.parsers._support import (
     MAX_BLOCK_CHARS,
     MAX_DEPTH,
-    Problems,
     DuplicateKeyError,
+    LineIndex,
+    Problems,
     describe_exception,
     nesting_exceeds,
-    LineIndex,
     snippet,
     strict_loads,
     strict_raw_decode,

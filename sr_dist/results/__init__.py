@@ -24,7 +24,6 @@ from sr_dist.results.query import (
     read_run,
     summarize_run,
 )
-from sr_dist.results.selection import SELECTION_RULES, select_candidate
 from sr_dist.results.schema import (
     CANDIDATE_SCHEMA,
     OK_STATUS,
@@ -38,6 +37,7 @@ from sr_dist.results.schema import (
     normalize_row,
     utc_now,
 )
+from sr_dist.results.selection import SELECTION_RULES, select_candidate
 from sr_dist.results.writer import (
     AddResult,
     CandidateWriter,

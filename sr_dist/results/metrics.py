@@ -24,10 +24,17 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import pyarrow.dataset as pads
+
+from sr_dist.data import DatasetError, load_dataset
+from sr_dist.formula import FormulaError, evaluate_numpy, parse_formula
+from sr_dist.results.query import ResultsNotFound, open_results, read_run
+from sr_dist.results.selection import SELECTION_RULES, select_candidate
 
 __all__ = ["DEFAULT_TAUS", "RunScore", "ScoreError", "regression_metrics", "score_run"]
 
@@ -148,13 +155,6 @@ def score_run(path: str | os.PathLike[str], run_id: str, *, candidate_id: str | 
     given. Predictions are computed in float64 numpy (``sr_dist.formula.evaluate_numpy``).
     Raises :class:`ScoreError` with the reason when the run cannot be scored.
     """
-    import pyarrow.dataset as pads
-
-    from sr_dist.data import DatasetError, load_dataset
-    from sr_dist.formula import FormulaError, evaluate_numpy, parse_formula
-    from sr_dist.results.query import ResultsNotFound, open_results, read_run
-    from sr_dist.results.selection import SELECTION_RULES, select_candidate
-
     if split not in ("train", "val", "test"):
         raise ScoreError(f"split must be 'train', 'val' or 'test', got {split!r}")
     if select not in SELECTION_RULES:

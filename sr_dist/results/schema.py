@@ -23,7 +23,7 @@ import json
 import math
 import numbers
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -103,7 +103,7 @@ _FIT_FIELDS: tuple[str, ...] = (
 
 def utc_now() -> datetime:
     """The current time as an aware UTC datetime (what ``created_at`` columns hold)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def candidate_id(run_id: str, agent_id: int, step: int, index: int) -> str:
@@ -226,7 +226,7 @@ def _ts_normalizer(value: Any) -> datetime:
         raise TypeError(f"expected a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("expected a timezone-aware datetime")
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def _normalizer(dtype: pa.DataType) -> Normalizer:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sr_dist.agent import StopReason
 from sr_dist.search.settings import SearchSettings
@@ -20,8 +20,8 @@ FAILURE_REASONS = ("error", StopReason.INTERNAL_ERROR.value, "lost")
 
 def new_run_id(now: datetime | None = None, token: str | None = None) -> str:
     """``YYYYmmdd-HHMMSS-xxxxxx`` in UTC: sortable by start time, unique by the random tail."""
-    now = now or datetime.now(timezone.utc)
-    return f"{now.astimezone(timezone.utc):%Y%m%d-%H%M%S}-{token or secrets.token_hex(3)}"
+    now = now or datetime.now(UTC)
+    return f"{now.astimezone(UTC):%Y%m%d-%H%M%S}-{token or secrets.token_hex(3)}"
 
 
 def is_failure_reason(reason: str) -> bool:

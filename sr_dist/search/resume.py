@@ -23,9 +23,9 @@ budget. ``ray``, ``results`` and ``run`` always come from the command line.
 from __future__ import annotations
 
 import dataclasses
-import os
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any

@@ -235,7 +235,7 @@ class BatchingEvaluator:
             if wait is None or wait > 0:
                 try:
                     await asyncio.wait_for(wake.wait(), timeout=wait)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 wake.clear()
                 continue

@@ -10,8 +10,9 @@ call bookkeeping, the submission, the best NMSE). It replaces the string-keyed d
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from sr_dist.agent.episode import EpisodeReport
 from sr_dist.candidate import fitness
@@ -77,7 +78,7 @@ class EpisodeContext:
         episode: EpisodeState | None = None,
         cancel_event: Any = None,
         max_expressions_per_call: int = DEFAULT_MAX_EXPRESSIONS,
-    ) -> "EpisodeContext":
+    ) -> EpisodeContext:
         """A context with a fresh archive and episode state unless given; ``cancel_event`` (a
         ``threading.Event`` by default) stops tool calls and the agent loop when set."""
         return cls(

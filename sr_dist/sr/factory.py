@@ -10,7 +10,8 @@ to a provider).
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -7,7 +7,7 @@ so the prompt and the tool never disagree; the tool section is whatever the pars
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from sr_dist.agent.messages import LoopMessages
 

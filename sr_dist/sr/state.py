@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from sr_dist.candidate import Candidate, candidate_front, fitness, rank_key
 

@@ -8,8 +8,9 @@ with ``metadata`` and an async ``acall`` joins the same catalog.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from sr_dist.tools.types import ToolCallResult, ToolSpec
 

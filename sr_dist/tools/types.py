@@ -6,9 +6,10 @@ changing it on the way; parsers, the registry, the agent loop and the recorder a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["ToolCall", "ToolCallResult", "ToolError", "ToolRunAbort", "ToolSpec", "ErrorKind", "ERROR_KINDS"]
 

@@ -13,9 +13,9 @@ the tool receives ``5``; a float it cannot turn exactly is refused there, as the
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, cast
+from typing import Any, cast
 
 import jsonschema  # type: ignore[import-untyped]  # jsonschema ships no type stubs
 import referencing

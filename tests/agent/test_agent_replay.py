@@ -6,10 +6,10 @@ import asyncio
 from pathlib import Path
 
 from sr_dist.agent import AgentLimits
-from sr_dist.sr import build_agent
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.models import ReplayModel, build_model
+from sr_dist.sr import build_agent
 from sr_dist.sr.formula_tools import ListRecorder
 from tests.support.chat_server import ScriptedChatServer, StepLike, chat_completion, error, tool_call
 

@@ -8,20 +8,19 @@ real formula tools and evaluator, and checks what the agent sent back in the nex
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
-
-import pytest
+from collections.abc import Sequence
+from typing import Any
 
 from sr_dist.agent import Agent, AgentLimits, AgentResult, CompactionPolicy
-from sr_dist.sr import build_agent
 from sr_dist.agent.compaction import COMPACTED, conversation_chars
 from sr_dist.context import Context
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.models import build_model
 from sr_dist.parsers import get_parser
-from sr_dist.tools import ToolRegistry, ToolRunAbort
+from sr_dist.sr import build_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, ListRecorder
+from sr_dist.tools import ToolRegistry, ToolRunAbort
 from tests.support.agent_problem import FailingEvaluator
 from tests.support.chat_server import ScriptedChatServer, StepLike, chat_completion, delayed, error, tool_call
 

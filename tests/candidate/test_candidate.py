@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sr_dist.candidate import Candidate, candidate_front, fitness, pareto_front
-from sr_dist.sr.state import CandidateArchive
 from sr_dist.evaluator import FitResult
+from sr_dist.sr.state import CandidateArchive
 
 
 def fit(expr: str, nmse: float | None, complexity: int, status: str = "ok", canonical: str | None = None) -> FitResult:

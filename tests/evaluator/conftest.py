@@ -3,8 +3,8 @@ per module so XLA compiles are paid once (executables are shared process-wide by
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest

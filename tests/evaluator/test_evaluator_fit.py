@@ -4,7 +4,7 @@ dataset, module-scoped, so the XLA compiles are paid once)."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest

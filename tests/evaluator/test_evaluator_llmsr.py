@@ -6,7 +6,7 @@ LLM-SR and SR-Scientist run. The optimum (constants and MSE) must agree.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from sr_dist.evaluator.program import (
-    OPCODES, LoweringError, Program, evaluate_program_numpy, lower, pack_programs,
+    OPCODES,
+    LoweringError,
+    Program,
+    evaluate_program_numpy,
+    lower,
+    pack_programs,
 )
 from sr_dist.formula import Node, evaluate_numpy, parse_formula
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from sr_dist.agent import Agent, AgentLimits
-from sr_dist.sr import build_agent
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.models import build_model
+from sr_dist.sr import build_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, ListRecorder
 from sr_dist.tools.mcp import MCPToolset
 from tests.mcp.support import flaky

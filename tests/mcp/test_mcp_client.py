@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from sr_dist.tools import ToolCall, ToolRegistry
 from sr_dist.sr.formula_tools import FORMULA_TOOLS
+from sr_dist.tools import ToolCall, ToolRegistry
 from sr_dist.tools.mcp import MCPConfigError, MCPStartupError, MCPTool, MCPToolset, start_mcp_tools
 from tests.mcp.support import flaky
 

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from mcp import Client, StdioServerParameters
 
+import sr_dist.sr.formula_tools  # noqa: F401 - registers the formula tools by name
 from sr_dist.mcp_server import SERVED_TOOLS, json_safe, main, mcp_result, parse_options
 from sr_dist.results import read_run
-import sr_dist.sr.formula_tools  # noqa: F401 - registers the formula tools by name
 from sr_dist.tools import BaseTool, ToolCallResult
 
 ROOT = Path(__file__).resolve().parents[2]

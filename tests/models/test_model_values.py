@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -88,7 +88,7 @@ def test_status_classification(status: int, kind: str, retryable: bool) -> None:
     assert classify_status(status) == (kind, retryable)
 
 
-NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 RETRY_AFTER = [
     ({"Retry-After": "3"}, 3.0),
     ({"retry-after": "0.25"}, 0.25),

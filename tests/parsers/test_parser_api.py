@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from sr_dist.parsers import (
     PARSER_NAMES,
-    SpecLike,
     BaseParser,
     JsonParser,
     OpenAIParser,
     ParseResult,
+    SpecLike,
     TextParser,
     get_parser,
     normalize_spec,

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from sr_dist.sr.evolve.population import read_history
 from sr_dist.results import CandidateWriter, RunRecord, utc_now, write_run
 from sr_dist.search import SettingsError
 from sr_dist.search.recording import CandidateRecorder
@@ -21,6 +20,7 @@ from sr_dist.search.resume import (
     resume_note,
     session_seed,
 )
+from sr_dist.sr.evolve.population import read_history
 
 DEFAULTS = {
     "dataset": {"source": "feynman:I.6.2", "n": None},

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sr_dist.results import candidate_row
 
-T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,9 +4,8 @@ written by the real writer, with its dataset rebuilt from the runs row's config.
 from __future__ import annotations
 
 import math
-from datetime import timezone, datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +13,12 @@ import pytest
 from sr_dist.data import load_dataset
 from sr_dist.formula import evaluate_numpy
 from sr_dist.results import (
-    CandidateWriter, RunRecord, ScoreError, candidate_row, regression_metrics, score_run,
+    CandidateWriter,
+    RunRecord,
+    ScoreError,
+    candidate_row,
+    regression_metrics,
+    score_run,
     write_run,
 )
 
@@ -120,7 +124,7 @@ search:
 
 def _write_run(path: Path, constants: dict[str, float]) -> str:
     run_id = "run-metrics-1"
-    started = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    started = datetime(2025, 1, 1, tzinfo=UTC)
     with CandidateWriter(path, run_id, "feynman:I.12.2", "evolve", background=False) as w:
         rows = [
             candidate_row({"expression": "c0*q1*q2/(epsilon*r**2)", "constants": constants,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -149,7 +149,7 @@ def test_run_record_round_trips_and_validates_status():
     with pytest.raises(ValueError, match="run status"):
         RunRecord(run_id="r", dataset="d", model="m", started_at=T0, status="exploded")
     assert RunRecord(run_id="r", dataset="d", model="m",
-                     started_at=T0).to_row()["updated_at"].tzinfo == timezone.utc
+                     started_at=T0).to_row()["updated_at"].tzinfo == UTC
 
 
 def test_candidate_row_accepts_the_evaluators_fit_result():

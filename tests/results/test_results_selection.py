@@ -12,7 +12,12 @@ import pytest
 from results_helpers import T0
 
 from sr_dist.results import (
-    CandidateWriter, RunRecord, candidate_row, score_run, select_candidate, write_run,
+    CandidateWriter,
+    RunRecord,
+    candidate_row,
+    score_run,
+    select_candidate,
+    write_run,
 )
 
 # (name, [(complexity, val_nmse)], loss_factor, complexity chosen by best, ... by parsimony)

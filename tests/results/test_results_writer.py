@@ -294,7 +294,7 @@ def test_write_atomic_leaves_nothing_behind_on_failure(tmp_path):
         def __getattr__(self, name):
             raise Boom
 
-    with pytest.raises(Exception):
+    with pytest.raises(Boom):
         write_atomic(Exploding(), target)  # type: ignore[arg-type]
     assert list((tmp_path / "d").iterdir()) == []
     write_atomic(bad, target)

@@ -39,12 +39,12 @@ PAYLOADS: tuple[str, ...] = (
     f"(lambda: __import__('pathlib').Path('{_S}').touch())()",
     "(lambda f: f(f))(lambda f: f(f))",
     f"x.__class__.__init__.__globals__['__builtins__']['open']('{_S}', 'w')",
-    f"Symbol('x').__class__.__mro__[-1].__subclasses__()",
+    "Symbol('x').__class__.__mro__[-1].__subclasses__()",
     f"x if __import__('os').system('touch {_S}') else y",
     f"sin(x); __import__('os').system('touch {_S}')",
     f"{{'a': __import__('os').system('touch {_S}')}}",
     f"__builtins__.__dict__['{SENTINEL_ATTR}'] = 1",
-    f"cos(x).__reduce__()",
+    "cos(x).__reduce__()",
     f"x*y + [open('{_S}', 'w')]",
 )
 

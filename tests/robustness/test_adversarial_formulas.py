@@ -58,7 +58,7 @@ def test_adversarial_batch(evaluator: Evaluator) -> None:
     results = evaluator.fit_many(texts)
     print(f"\nwhole batch ({len(texts)} formulas incl. one compile): {time.perf_counter() - start:.3f} s")
     assert len(results) == len(texts)
-    for (name, text, expected), result in zip(CASES, results):
+    for (name, _text, expected), result in zip(CASES, results):
         assert result.status == expected, (name, result.status, result.error)
         assert result.error, name
         if expected == "invalid":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +132,7 @@ def test_final_status(reason: str, signum: int | None, error: str | None, status
 
 
 def test_run_id_format() -> None:
-    when = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    when = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert new_run_id(when, "abc123") == "20250102-030405-abc123"
     assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", new_run_id())
     assert new_run_id() != new_run_id()

@@ -39,9 +39,10 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Mapping, Self, Sequence, Union
+from typing import Any, Self
 
 __all__ = [
     "RecordedRequest",
@@ -71,7 +72,7 @@ class Step:
     delay_s: float = 0.0
 
 
-StepLike = Union[Step, Mapping[str, Any], tuple]
+StepLike = Step | Mapping[str, Any] | tuple
 
 
 @dataclass(frozen=True)

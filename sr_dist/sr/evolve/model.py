@@ -18,18 +18,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from sr_dist.context import Context
 from sr_dist.formula import Node
+from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
+from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
 from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
 from sr_dist.sr.evolve.search import Proposal, SearchConfig, propose
 from sr_dist.sr.evolve.seeding import Sample, sample_from_info, seed_library
-from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
-from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
 
 __all__ = ["EvolveModel", "build_evolve"]
 

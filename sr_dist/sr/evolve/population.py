@@ -8,9 +8,10 @@ proposer given the same context reaches the same state. Parsing is memoised by t
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -10,8 +10,8 @@ AI Feynman sampling ranges are positive), which lets sympy cancel ``sqrt(x**2)``
 from __future__ import annotations
 
 import math
-from fractions import Fraction
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from sr_dist.formula import Formula, FormulaError, parse_formula
 
@@ -23,7 +23,7 @@ __all__ = ["exact_recovery", "snap_constant"]
 _PI_POWERS = (0, 1, -1, 2, -2, 3, -3)
 
 
-def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32) -> "sympy.Expr | None":
+def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32) -> sympy.Expr | None:
     """The simplest closed form close to ``value``, or None.
 
     Tries ``p/q * pi**k``, then ``sqrt(p/q * pi**k)`` (``|k| <= 3``, ``q <= max_denominator``),
@@ -57,14 +57,14 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
     return None
 
 
-def _positive(expr: "sympy.Expr", variables: Sequence[str]) -> "sympy.Expr":
+def _positive(expr: sympy.Expr, variables: Sequence[str]) -> sympy.Expr:
     import sympy
 
     swap = {s: sympy.Symbol(s.name, positive=True) for s in expr.free_symbols if s.name in set(variables)}
     return expr.xreplace(swap)
 
 
-def _same(a: "sympy.Expr", b: "sympy.Expr") -> bool:
+def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
     import sympy
 
     diff = a - b

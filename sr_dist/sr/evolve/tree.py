@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from sr_dist.formula import BINARY_OPS, UNARY_OPS, Node
 

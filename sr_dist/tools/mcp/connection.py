@@ -28,12 +28,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from sr_dist import __version__
-from sr_dist.tools.outcomes import exception_reason, failure_result
-from sr_dist.tools.types import ToolCallResult
-
 from sr_dist.tools.mcp.config import MCPServerConfig
 from sr_dist.tools.mcp.mapping import call_result
 from sr_dist.tools.mcp.transport import GRACE_S, KILL_AFTER_S, StdioProcessTransport, signal_group
+from sr_dist.tools.outcomes import exception_reason, failure_result
+from sr_dist.tools.types import ToolCallResult
 
 __all__ = ["MCPStartupError", "ServerConnection", "ServerStatus", "STATES"]
 

@@ -15,11 +15,10 @@ from typing import Any
 import mcp_types
 
 from sr_dist.tools.formatting import format_result_dict
+from sr_dist.tools.mcp.config import MCPConfigError, MCPServerConfig
 from sr_dist.tools.metadata import TOOL_NAME_PATTERN, ToolMetadata
 from sr_dist.tools.outcomes import failure_result, is_envelope_failure, success_result, value_result
 from sr_dist.tools.types import ToolCallResult
-
-from sr_dist.tools.mcp.config import MCPConfigError, MCPServerConfig
 
 __all__ = [
     "catalog_name",

@@ -20,15 +20,14 @@ from collections.abc import Coroutine, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from sr_dist.tools.mcp.config import MCPConfigError, MCPServerConfig, parse_servers
+from sr_dist.tools.mcp.connection import STOP_BOUND_S, MCPStartupError, ServerConnection, ServerStatus
+from sr_dist.tools.mcp.mapping import call_timeout_s, tool_metadata
 from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.outcomes import failure_result
 from sr_dist.tools.registry import ToolRegistry
 from sr_dist.tools.types import ToolCallResult
 from sr_dist.tools.validation import argument_errors, compile_parameters
-
-from sr_dist.tools.mcp.config import MCPConfigError, MCPServerConfig, parse_servers
-from sr_dist.tools.mcp.connection import STOP_BOUND_S, MCPStartupError, ServerConnection, ServerStatus
-from sr_dist.tools.mcp.mapping import call_timeout_s, tool_metadata
 
 __all__ = ["MCPTool", "MCPToolset", "start_mcp_tools", "astart_mcp_tools", "BACKSTOP_S"]
 

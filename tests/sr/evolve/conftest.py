@@ -5,8 +5,9 @@ does what the agent does with the evolve model's tool calls."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from sr_dist.context import Context
-from sr_dist.sr.evolve.population import read_history
 from sr_dist.formula import parse_formula
 from sr_dist.models import build_model
 from sr_dist.models.base import ModelConfigError, ModelError, ModelProtocol
 from sr_dist.sr.evolve.model import EvolveModel, build_evolve
+from sr_dist.sr.evolve.population import read_history
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
 from .conftest import TOOLS, info_for, step

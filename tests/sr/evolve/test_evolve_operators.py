@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sr_dist.formula import parse_formula
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, random_factor, random_tree
 from sr_dist.sr.evolve.tree import constant_prefix, count_constants, render, size, tidy
-from sr_dist.formula import parse_formula
 
 VARIABLES = ("x0", "x1", "theta")
 GRAMMAR = Grammar(VARIABLES, max_size=25, max_constants=4)

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from sr_dist.formula import parse_formula
 from sr_dist.sr.evolve.population import Individual, pareto_front, read_history
 from sr_dist.sr.evolve.recovery import exact_recovery, snap_constant
 from sr_dist.sr.evolve.seeding import Sample, power_law, sample_from_info, seed_library
 from sr_dist.sr.evolve.tree import render, tidy
-from sr_dist.formula import parse_formula
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
 NAMES = ["x0", "x1", "x2"]

@@ -13,10 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sr_dist.sr.state import CandidateArchive, EpisodeState
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
-from sr_dist.tools import ToolCall
 from sr_dist.sr.formula_tools import (
     FORMULA_TOOLS,
     RESULT_FIELDS,
@@ -25,6 +23,8 @@ from sr_dist.sr.formula_tools import (
     format_nmse,
     formula_tool_context,
 )
+from sr_dist.sr.state import CandidateArchive, EpisodeState
+from sr_dist.tools import ToolCall
 from tests.support.agent_problem import AsyncEvaluator, FailingEvaluator
 
 
