@@ -17,6 +17,10 @@ dataset reference (the persistent compilation cache makes its compiles cheap) an
 idempotent, and the rows are made by the agent after the fit returns, so each candidate is
 still recorded once). Its ``stats()`` carry an ``instance`` token, so the driver counts
 restarts.
+
+Each actor imports what it runs inside its own methods: every actor is a process of its own,
+and a writer that imported the agent kit, or an agent that imported the evaluator, would pay
+for it in start-up time on every node (seconds per run on a small machine).
 """
 
 from __future__ import annotations
@@ -33,15 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
 
-from sr_dist.evaluator import Evaluator
-from sr_dist.formula import FormulaError, parse_formula
-from sr_dist.results import CandidateWriter
-from sr_dist.search.episode import run_episode
 from sr_dist.search.progress import RunTally, TallySnapshot
-from sr_dist.search.recording import CandidateRecorder
-from sr_dist.search.service import BatchingEvaluator, search_warmup
 from sr_dist.search.settings import EvaluatorSettings
 
 __all__ = [
@@ -66,6 +63,7 @@ EVALUATOR_RETRY_MAX_S = 8.0
 
 def canonical_key(variables: Sequence[str], text: str) -> str:
     """The canonical form of ``text`` (or the text itself when it does not parse)."""
+    from sr_dist.formula import FormulaError, parse_formula
 
     try:
         return parse_formula(text, list(variables)).canonical
@@ -78,6 +76,8 @@ class EvaluatorActor:
     """The shared evaluator (see the module docstring)."""
 
     def __init__(self, dataset: Any, settings: EvaluatorSettings) -> None:
+        from sr_dist.evaluator import Evaluator
+        from sr_dist.search.service import BatchingEvaluator
 
         options = dict(settings.options)
         if settings.compilation_cache_dir:
@@ -103,6 +103,7 @@ class EvaluatorActor:
 
     async def warmup(self) -> dict[str, Any]:
         """Compile the small-program buckets up to 8 constants before the agents start."""
+        from sr_dist.search.service import search_warmup
 
         return await self._service.warmup(search_warmup(self._features, self._const_buckets))
 
@@ -129,6 +130,7 @@ class ResultWriter:
     """Writes a run's candidate rows (``CandidateWriter``) and tallies them for the driver."""
 
     def __init__(self, path: str, run_id: str, dataset: str, model: str, flush_s: float) -> None:
+        from sr_dist.results import CandidateWriter
 
         self._writer = CandidateWriter(Path(path), run_id, dataset, model, flush_s=flush_s)
         self._tally = RunTally()
@@ -188,6 +190,7 @@ class EvaluatorClient:
         self.resends = 0
 
     def fit_many(self, expressions: list[str]) -> list[Any]:
+        from ray.exceptions import RayActorError
 
         start = self._clock()
         attempt = 0
@@ -248,6 +251,7 @@ class AgentActor:
     """Runs one agent episode against the shared evaluator; ``stop()`` ends it early."""
 
     def __init__(self, spec: Any, dataset: Any, evaluator: Any, writer: Any) -> None:
+        from sr_dist.search.recording import CandidateRecorder
 
         self._spec = spec
         self._dataset = dataset
@@ -261,6 +265,7 @@ class AgentActor:
     async def run(self) -> Any:
         """Run the episode to its end; returns an ``AgentOutcome`` (never raises for the
         agent's own failures: those are in the outcome)."""
+        from sr_dist.search.episode import run_episode
 
         try:
             outcome = await run_episode(self._spec, self._dataset, self._client, self._recorder,
