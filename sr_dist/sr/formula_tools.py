@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from sr_dist.candidate import RECORD_FIELDS as RESULT_FIELDS
-from sr_dist.candidate import Candidate, as_number, best_of, fitness, rank_key
+from sr_dist.candidate import Candidate, best_of, fitness, rank_key
 from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
 from sr_dist.sr.state import Submission
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.execution import run_coroutine_blocking
+from sr_dist.tools.formatting import significant
 from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.registry import ToolCatalog, ToolRegistry
 from sr_dist.tools.types import ToolCallResult
@@ -100,21 +100,9 @@ class EvaluatorFailure(RuntimeError):
 # --------------------------------------------------------------------------- pure helpers
 
 
-def _sig(value: Any, digits: int) -> str:
-    """``value`` with ``digits`` significant digits; ``-`` for missing, ``inf``/``nan`` spelled out."""
-    number = as_number(value)
-    if number is None:
-        return "-"
-    if math.isnan(number):
-        return "nan"
-    if math.isinf(number):
-        return "inf" if number > 0 else "-inf"
-    return format(number, f".{digits}g")
-
-
 def format_nmse(value: Any) -> str:
     """An NMSE for the model: 4 significant digits (enough to rank, short enough to scan)."""
-    return _sig(value, 4)
+    return significant(value, 4)
 
 
 def fit_record(fit: Any) -> dict[str, Any]:
@@ -125,7 +113,7 @@ def fit_record(fit: Any) -> dict[str, Any]:
 def _constants_text(constants: Mapping[str, Any]) -> str:
     if not constants:
         return ""
-    return " [" + ", ".join(f"{name}={_sig(value, 5)}" for name, value in constants.items()) + "]"
+    return " [" + ", ".join(f"{name}={significant(value, 5)}" for name, value in constants.items()) + "]"
 
 
 def _indent_rest(text: str) -> str:
@@ -215,16 +203,16 @@ def format_data_summary(summary: Mapping[str, Any]) -> str:
     ]
     for name, stats in summary["variables"].items():
         log_corr = stats.get("log_correlation")
-        extra = f" ({_sig(log_corr, 3)})" if log_corr is not None else ""
+        extra = f" ({significant(log_corr, 3)})" if log_corr is not None else ""
         lines.append(
-            f"  {name}: {_sig(stats['min'], 4)} .. {_sig(stats['max'], 4)}, mean {_sig(stats['mean'], 4)}, "
-            f"std {_sig(stats['std'], 4)}, corr {_sig(stats['correlation'], 3)}{extra}"
+            f"  {name}: {significant(stats['min'], 4)} .. {significant(stats['max'], 4)}, mean {significant(stats['mean'], 4)}, "
+            f"std {significant(stats['std'], 4)}, corr {significant(stats['correlation'], 3)}{extra}"
         )
     t = summary["target_stats"]
-    lines.append(f"  {target} (target): {_sig(t['min'], 4)} .. {_sig(t['max'], 4)}, mean {_sig(t['mean'], 4)}, std {_sig(t['std'], 4)}")
+    lines.append(f"  {target} (target): {significant(t['min'], 4)} .. {significant(t['max'], 4)}, mean {significant(t['mean'], 4)}, std {significant(t['std'], 4)}")
     if summary["rows"]:
         lines.append("First rows (" + ", ".join(summary["columns"]) + "):")
-        lines.extend("  " + ", ".join(_sig(v, 5) for v in row) for row in summary["rows"])
+        lines.extend("  " + ", ".join(significant(v, 5) for v in row) for row in summary["rows"])
     return "\n".join(lines)
 
 

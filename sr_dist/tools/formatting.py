@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["format_result_dict", "strip_ansi", "truncate", "FLOAT_DIGITS", "render_value"]
+__all__ = ["format_result_dict", "strip_ansi", "truncate", "FLOAT_DIGITS", "render_value", "significant"]
 
 #: Significant digits for floats in model-facing text; ``result`` keeps full precision.
 FLOAT_DIGITS = 8
@@ -86,6 +86,22 @@ def _plain(value: Any) -> Any:
         except Exception:  # noqa: BLE001 - a broken tolist() just falls back to str()
             pass
     return str(value)
+
+
+def significant(value: Any, digits: int) -> str:
+    """A number with ``digits`` significant digits for a model to read: ``-`` for a missing one,
+    ``nan``/``inf``/``-inf`` spelled out, anything that is not a number as its text."""
+    if value is None or isinstance(value, bool):
+        return "-"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(number):
+        return "nan"
+    if math.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    return format(number, f".{digits}g")
 
 
 def render_value(value: Any) -> str:

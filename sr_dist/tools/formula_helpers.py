@@ -12,7 +12,6 @@ whose tools never touch a formula.
 from __future__ import annotations
 
 import inspect
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sr_dist.tools.contexts import context_value
 from sr_dist.tools.execution import run_coroutine_blocking
+from sr_dist.tools.formatting import significant
 
 if TYPE_CHECKING:
     from sr_dist.formula import Formula
@@ -169,20 +169,6 @@ def _field(result: object, name: str) -> Any:
     return result.get(name) if isinstance(result, Mapping) else getattr(result, name, None)
 
 
-def _number(value: Any, digits: int) -> str:
-    if value is None or isinstance(value, bool):
-        return "-"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(number):
-        return "nan"
-    if math.isinf(number):
-        return "inf" if number > 0 else "-inf"
-    return format(number, f".{digits}g")
-
-
 def _one_line(result: object) -> str:
     expression = _field(result, "expression")
     status = _field(result, "status") or "unknown"
@@ -190,13 +176,13 @@ def _one_line(result: object) -> str:
         detail = " ".join(str(_field(result, "error") or "no details").split())
         return f"{expression}: {status}: {detail}"
     parts = [
-        f"val_nmse={_number(_field(result, 'val_nmse'), 4)}",
-        f"train_nmse={_number(_field(result, 'train_nmse'), 4)}",
+        f"val_nmse={significant(_field(result, 'val_nmse'), 4)}",
+        f"train_nmse={significant(_field(result, 'train_nmse'), 4)}",
         f"complexity={_field(result, 'complexity')}",
     ]
     constants = _field(result, "constants") or {}
     if constants:
-        parts.append("constants " + ", ".join(f"{k}={_number(v, 6)}" for k, v in dict(constants).items()))
+        parts.append("constants " + ", ".join(f"{k}={significant(v, 6)}" for k, v in dict(constants).items()))
     return f"{expression}: ok, " + ", ".join(parts)
 
 
