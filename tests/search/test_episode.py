@@ -58,3 +58,18 @@ def test_every_network_provider_gets_a_circuit_in_a_search_run(provider: str) ->
     cfg = _model_config(_spec(model={"provider": provider, "model": "m"}))
     assert cfg["circuit_failures"] == DEFAULT_FAILURES
     assert "circuit_failures" not in _model_config(_spec(model={"provider": "mock", "replay_path": "t.jsonl"}))
+
+
+def test_search_tools_are_the_only_formula_tools_the_agent_gets() -> None:
+    import threading
+
+    from sr_dist.search.episode import build_agent
+
+    dataset = load_dataset("feynman:I.12.11", n=200)
+    evaluator = Evaluator(dataset)
+    only = build_agent(_spec(tools=("evaluate_formulas", "submit_formula")), dataset, evaluator,
+                       None, threading.Event())
+    assert only.catalog.names() == ("evaluate_formulas", "submit_formula")
+    assert "best_formulas" not in only.context.system  # the prompt names only the tools it has
+    every = build_agent(_spec(), dataset, evaluator, None, threading.Event())
+    assert every.catalog.names() == ("evaluate_formulas", "data_summary", "best_formulas", "submit_formula")
