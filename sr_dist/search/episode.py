@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from sr_dist.agent import AgentLimits
+from sr_dist.agent import AgentLimits, StopReason
 from sr_dist.models import build_model
 from sr_dist.models.circuit import DEFAULT_FAILURES
 from sr_dist.models.factory import NETWORK_PROVIDERS
@@ -88,8 +88,8 @@ class AgentOutcome:
     @property
     def failed(self) -> bool:
         """The agent could not search at all (its model or episode broke)."""
-        return self.stop_reason in ("error", "internal_error") or (
-            self.stop_reason.startswith("model_error") and self.candidates == 0
+        return self.stop_reason in ("error", StopReason.INTERNAL_ERROR) or (
+            StopReason.of(self.stop_reason) is StopReason.MODEL_ERROR and self.candidates == 0
         )
 
     def with_lost_rows(self, batches: int) -> AgentOutcome:
