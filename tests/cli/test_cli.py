@@ -117,7 +117,8 @@ def test_multirun_sweep_shares_one_results_path(tmp_path: Path) -> None:
     assert {r[1] for r in runs} == {"feynman:I.12.11", "feynman:I.6.2"}
     assert all(r[2] == "completed" for r in runs)
     per_run = dict(con.sql("SELECT run_id, count(*) FROM candidates GROUP BY run_id").fetchall())
-    assert {r[0]: r[3] for r in runs} == per_run
+    # Every runs row counts its own rows; a 4 s run on a loaded machine may have written none.
+    assert {r[0]: r[3] for r in runs if r[3]} == per_run and per_run
     seeds = con.sql("SELECT DISTINCT regexp_extract(config, 'seed: ([0-9]+)\\n  max_tool', 1) "
                     "FROM runs").fetchall()
     assert sorted(s[0] for s in seeds) == ["0", "1"]
