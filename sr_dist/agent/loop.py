@@ -269,6 +269,15 @@ def _unreadable(call: ToolCall, reason: str) -> ToolCallResult:
     )
 
 
+def _episode_of(tool_context: Any) -> Episode:
+    """The episode for ``tool_context``, the loop's earlier way in: an ``Episode`` itself, or a
+    mapping whose ``cancel_event`` the loop honours."""
+    if isinstance(tool_context, Episode):
+        return tool_context
+    cancel = tool_context.get("cancel_event") if isinstance(tool_context, Mapping) else None
+    return NoEpisode(cancel_event=cancel)
+
+
 class Agent:
     """One agent episode against one model, with one catalog of tools.
 
@@ -276,8 +285,8 @@ class Agent:
     appends each turn and re-renders the conversation, compacted, before every model call.
     ``episode`` is the task side (:class:`~sr_dist.agent.episode.Episode`: turn and call
     bookkeeping, whether the task has its answer, the best score, the final report, the cancel
-    event); the symbolic-regression episode context is one, and ``tool_context`` is taken as the
-    episode when it is one. ``messages`` words the loop's own notes to the model. An agent runs
+    event); the symbolic-regression episode context is one. ``tool_context`` is the earlier way
+    in: an ``Episode``, or a mapping whose ``cancel_event`` is honoured. ``messages`` words the loop's own notes to the model. An agent runs
     once.
     """
 
@@ -302,12 +311,7 @@ class Agent:
         self.limits = limits if limits is not None else AgentLimits()
         self.compaction = compaction if compaction is not None else CompactionPolicy()
         self.messages = messages if messages is not None else LoopMessages()
-        #: What the catalog's tools share (the SR domain's ``EpisodeContext``, or a user mapping).
-        self.tool_context: Any = tool_context if tool_context is not None else episode
-        if episode is None:
-            episode = tool_context if isinstance(tool_context, Episode) else NoEpisode()
-        self.episode: Episode = episode
-        self.cancel_event: Any = episode.cancel_event
+        self.episode: Episode = episode if episode is not None else _episode_of(tool_context)
         self._clock = clock
         self._native = parser.answers_each_call
         self._tools = catalog.openai_tools()
@@ -408,8 +412,6 @@ class Agent:
             for o in parsed.outcomes
         ]
         assistant = self.parser.assistant_message(response.text, parsed.outcomes, native_calls=raws or None)
-        if not assistant.get("tool_calls"):
-            assistant["content"] = response.text or ""  # a turn without calls always keeps its text
         return slots, assistant, list(parsed.problems)
 
     async def _run_calls(self, slots: Sequence[_Slot]) -> tuple[list[ToolCallResult], _Stop | None]:
@@ -556,7 +558,7 @@ class Agent:
         return self._clock() - self._start
 
     def _cancelled(self) -> bool:
-        is_set = getattr(self.cancel_event, "is_set", None)
+        is_set = getattr(self.episode.cancel_event, "is_set", None)
         return bool(is_set()) if callable(is_set) else False
 
     async def _within_deadline(self, awaitable: Any) -> Any:

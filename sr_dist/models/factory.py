@@ -25,11 +25,11 @@ from sr_dist.models.replay import REPLAY_ENV, RecordingModel, ReplayModel
 
 __all__ = ["ENTRY_POINT_GROUP", "NETWORK_PROVIDERS", "PROVIDERS", "build_model", "register_provider"]
 
-#: Providers this layer builds itself (the named OpenAI-compatible ones, then ``mock``).
-_BUILTIN = ("openai", "anthropic", "replay", *COMPAT_PROVIDERS, "mock")
 #: The providers :func:`build_model` knows out of the box (``evolve`` comes from the SR domain
 #: through the :data:`ENTRY_POINT_GROUP` entry point).
 PROVIDERS = ("openai", "anthropic", "replay", "evolve", *COMPAT_PROVIDERS, "mock")
+#: The providers this layer builds itself.
+_BUILTIN = tuple(p for p in PROVIDERS if p != "evolve")
 #: The providers that go over the network (a search run gives each a provider circuit).
 NETWORK_PROVIDERS = ("openai", "anthropic", *COMPAT_PROVIDERS)
 
@@ -50,15 +50,14 @@ def register_provider(name: str, build: ProviderBuilder) -> None:
     _REGISTERED[name] = build
 
 
-def _announced(provider: str) -> list[importlib.metadata.EntryPoint]:
-    return [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == provider]
-
-
-def _plugin(provider: str) -> ProviderBuilder:
-    """The builder registered, or announced as an entry point, for ``provider``."""
-    if provider in _REGISTERED:
+def _plugin(provider: Any) -> ProviderBuilder:
+    """The builder registered, or announced as an entry point, for ``provider``; a
+    :class:`ModelConfigError` naming the known providers for any other name."""
+    if isinstance(provider, str) and provider in _REGISTERED:
         return _REGISTERED[provider]
-    found = _announced(provider)
+    found = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == provider]
+    if not found and provider not in PROVIDERS:
+        raise ModelConfigError(f"unknown model.provider {provider!r}; known providers: {', '.join(PROVIDERS)}")
     if not found:
         raise ModelConfigError(
             f"the {provider} provider is not available: no '{ENTRY_POINT_GROUP}' entry point named "
@@ -118,9 +117,8 @@ def build_model(
     """
     options = as_plain_dict(cfg)
     provider = options.get("provider")
-    known = provider in PROVIDERS or provider in _REGISTERED
-    if not known and not (isinstance(provider, str) and provider and _announced(provider)):
-        raise ModelConfigError(f"unknown model.provider {provider!r}; known providers: {', '.join(PROVIDERS)}")
+    # Looked up before anything else: an unknown provider is the first error a config gets.
+    plugin = _plugin(provider) if provider not in _BUILTIN else None
     record_path = opt_str(options, "record_path")
     env = getenv or os.environ.get
 
@@ -128,14 +126,14 @@ def build_model(
     if provider in NETWORK_PROVIDERS:
         model = _build_remote(provider, options, env, sleep)
     elif provider in ("replay", "mock"):
-
         envs = (MOCK_REPLAY_ENV, REPLAY_ENV) if provider == "mock" else (REPLAY_ENV,)
         replay = ReplayModel.from_config(options, getenv=env, provider=provider, path_envs=envs)
         if record_path and os.path.realpath(os.path.expanduser(record_path)) == os.path.realpath(os.path.expanduser(replay.source)):
             raise ModelConfigError("model.record_path is the transcript being replayed; recording would erase it")
         model = replay
     else:
-        model = _plugin(str(provider))({k: v for k, v in options.items() if k != "record_path"})
+        assert plugin is not None
+        model = plugin({k: v for k, v in options.items() if k != "record_path"})
 
     if record_path:
 

@@ -90,6 +90,8 @@ class OpenAIParser(BaseParser):
                 {"id": call_id, "type": "function", "function": _function(call)}
                 for call_id, call in zip(call_ids(calls), calls)
             ]
+        else:
+            message["content"] = text or ""  # a turn without calls always keeps its text
         return message
 
     def result_messages(

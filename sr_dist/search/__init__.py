@@ -2,10 +2,20 @@
 
 See ``docs/running.md``. The pure parts (settings, micro-batching, progress, stop rules) import
 without Ray; ``run_search`` imports Ray when called.
+
+The names below are loaded on first use: every Ray actor imports a module of this package
+(``sr_dist.search.actors``), and none of them needs the driver's imports (results, reports,
+resume, the model factory).
 """
 
-from sr_dist.search.run import BestFormula, RunSummary, SearchError, run_search
-from sr_dist.search.settings import Settings, SettingsError, settings_from_config
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sr_dist.search.run import BestFormula, RunSummary, SearchError, run_search
+    from sr_dist.search.settings import Settings, SettingsError, settings_from_config
 
 __all__ = [
     "BestFormula",
@@ -16,3 +26,20 @@ __all__ = [
     "run_search",
     "settings_from_config",
 ]
+
+_HOME = {
+    "BestFormula": "sr_dist.search.run",
+    "RunSummary": "sr_dist.search.run",
+    "SearchError": "sr_dist.search.errors",
+    "run_search": "sr_dist.search.run",
+    "Settings": "sr_dist.search.settings",
+    "SettingsError": "sr_dist.search.settings",
+    "settings_from_config": "sr_dist.search.settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'sr_dist.search' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

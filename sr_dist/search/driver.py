@@ -19,7 +19,6 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from sr_dist.models import ModelConfigError, build_model
 from sr_dist.search.actors import AgentActor, EvaluatorActor, ResultWriter
 from sr_dist.search.decisions import decide_stop, new_run_id
 from sr_dist.search.episode import AgentOutcome, AgentSpec, agent_seed
@@ -27,9 +26,9 @@ from sr_dist.search.errors import SearchError
 from sr_dist.search.progress import ProgressReporter, ProgressSnapshot, TallySnapshot
 from sr_dist.search.ray_setup import agent_actor_name, cpu_env, evaluator_actor_name
 from sr_dist.search.resume import ResumeState, session_seed
-from sr_dist.search.settings import Settings, SettingsError
+from sr_dist.search.settings import Settings
 
-__all__ = ["Driver", "Interrupts", "model_label"]
+__all__ = ["Driver", "Interrupts"]
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +43,6 @@ SHUTDOWN_CALL_S = 60.0
 #: Ray's own resends of an evaluator call that was in flight when the actor died (the agents'
 #: ``EvaluatorClient`` resends on top of this, with backoff).
 EVALUATOR_TASK_RETRIES = 2
-
-
-def model_label(model_cfg: Mapping[str, Any]) -> str:
-    """Build the model once in the driver (a bad config fails here, before any actor starts)
-    and return its label for the results' ``model`` column."""
-    cfg = dict(model_cfg)
-    try:
-        model = build_model(cfg)
-    except ModelConfigError as exc:
-        raise SettingsError("model", f"is not usable: {exc}") from exc
-    name = getattr(model, "name", None) or cfg.get("model") or cfg.get("provider")
-    provider = cfg.get("provider")
-    return str(name) if provider in (None, name) else f"{provider}:{name}"
 
 
 class Interrupts:

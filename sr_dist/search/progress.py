@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from sr_dist.candidate import Candidate, fitness, rank_key
+from sr_dist.candidate import NMSE_RESOLUTION, Candidate, fitness, rank_key, record_fitness
 
 __all__ = [
     "ProgressReporter",
@@ -47,6 +47,7 @@ class RunTally:
         self._by_agent: Counter[int] = Counter()
         self._by_status: Counter[str] = Counter()
         self._best: Candidate | None = None
+        self._best_key: tuple[float, int, str] = (math.inf, 0, "")
         self._seen: set[str] = set()
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -59,9 +60,13 @@ class RunTally:
             self._count += 1
             self._by_agent[int(row.get("agent_id", -1))] += 1
             self._by_status[str(row.get("status"))] += 1
+            # Most rows lose: compare the NMSE first, build a candidate only for a contender.
+            if row.get("status") != "ok" or max(record_fitness(row), NMSE_RESOLUTION) > self._best_key[0]:
+                continue
             cand = Candidate.from_fit(row)
-            if math.isfinite(fitness(cand)) and (self._best is None or rank_key(cand) < rank_key(self._best)):
-                self._best = cand
+            key = rank_key(cand)
+            if math.isfinite(fitness(cand)) and key < self._best_key:
+                self._best, self._best_key = cand, key
 
     def snapshot(self) -> TallySnapshot:
         return TallySnapshot(

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 
 from sr_dist.candidate import Candidate
 from sr_dist.data import DatasetError, load_dataset
+from sr_dist.models import ModelConfigError, build_model
 from sr_dist.results import RunRecord, pareto_front, summarize_run, utc_now, write_run
 from sr_dist.search.decisions import decide_stop, final_status, is_failure_reason, new_run_id
 from sr_dist.search.episode import AgentOutcome
@@ -152,11 +153,22 @@ class Driven:
     search_s: float
 
 
+def model_label(model_cfg: Mapping[str, Any]) -> str:
+    """Build the model once, before Ray starts (a bad config fails here, not in the actors),
+    and return its label for the results' ``model`` column."""
+    cfg = dict(model_cfg)
+    try:
+        model = build_model(cfg)
+    except ModelConfigError as exc:
+        raise SettingsError("model", f"is not usable: {exc}") from exc
+    name = getattr(model, "name", None) or cfg.get("model") or cfg.get("provider")
+    provider = cfg.get("provider")
+    return str(name) if provider in (None, name) else f"{provider}:{name}"
+
+
 def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
             run_id: str | None = None) -> Prepared:
     """Validate and load everything a run needs; :class:`SettingsError` for what cannot work."""
-    from sr_dist.search.driver import model_label  # builds the model: the kit, not Ray
-
     settings = resolve_settings(cfg, base_dir)
     if settings.resume is not None:
         if run_id is not None and run_id != settings.resume:

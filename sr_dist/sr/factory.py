@@ -73,8 +73,8 @@ def build_agent(
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     extra_tools: Iterable[Any] = (),
 ) -> Agent:
-    """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.tool_context`` (also
-    ``agent.episode``) is the :class:`EpisodeContext`: archive, episode state, cancel event.
+    """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.episode`` is the
+    :class:`EpisodeContext`: archive, episode state, cancel event.
 
     ``tools`` names the formula tools the model sees (default: all of :data:`FORMULA_TOOLS`),
     as SRHarness exposes "only the tools enabled for the current run"."""
@@ -106,5 +106,5 @@ def build_agent(
     )
     return Agent(
         model, parser, catalog, context, limits,
-        episode=tool_context, tool_context=tool_context, compaction=compaction, messages=LOOP_MESSAGES,
+        episode=tool_context, compaction=compaction, messages=LOOP_MESSAGES,
     )

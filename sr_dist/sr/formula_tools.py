@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,7 +232,6 @@ class _FormulaTool(BaseTool[EpisodeContext]):
                 "build one with EpisodeContext.create(dataset, evaluator, ...)"
             )
         super().__init__(context)  # type: ignore[arg-type]
-        self._bound = context is not None
 
     def __call__(self, /, **arguments: Any) -> ToolCallResult:
         self._require_context()
@@ -243,7 +242,7 @@ class _FormulaTool(BaseTool[EpisodeContext]):
         return await super().acall(**arguments)
 
     def _require_context(self) -> None:
-        if not self._bound:
+        if not isinstance(self.context, EpisodeContext):
             raise RuntimeError(
                 f"the {self.metadata.name} tool was built without an EpisodeContext; build it with "
                 f"BaseTool.create({self.metadata.name!r}, context=EpisodeContext.create(dataset, evaluator))"
@@ -422,29 +421,8 @@ class SubmitFormula(_FormulaTool):
 # --------------------------------------------------------------------------- wiring
 
 
-def formula_tool_context(
-    dataset: Any,
-    evaluator: Any,
-    *,
-    recorder: FitRecorder | Callable[..., None] | None = None,
-    agent_id: int = 0,
-    archive: Any = None,
-    episode: Any = None,
-    cancel_event: Any = None,
-    max_expressions_per_call: int = DEFAULT_MAX_EXPRESSIONS,
-) -> EpisodeContext:
-    """The :class:`EpisodeContext` the formula tools (and the agent loop) share for one episode
-    (kept under its old name: it is :meth:`EpisodeContext.create`)."""
-    return EpisodeContext.create(
-        dataset,
-        evaluator,
-        recorder=recorder,
-        agent_id=agent_id,
-        archive=archive,
-        episode=episode,
-        cancel_event=cancel_event if cancel_event is not None else threading.Event(),
-        max_expressions_per_call=max_expressions_per_call,
-    )
+#: The tool context for one episode, by its earlier name (it returned a dict before).
+formula_tool_context = EpisodeContext.create
 
 
 def build_formula_catalog(

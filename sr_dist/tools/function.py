@@ -223,19 +223,15 @@ class FunctionTool:
 
     def __call__(self, /, **arguments: Any) -> ToolCallResult:
         result = run_sync(self._target, arguments, self._plan)
-        check = self._check_for(result)
-        if check is None:
+        if self._check_for(result) is None:
             return result
-        try:
-            verdict = check(arguments, result)
-            if inspect.isawaitable(verdict):
-                verdict = run_coroutine_blocking(verdict)
-        except Exception as exc:  # noqa: BLE001 - a broken check is recorded, never crashes the call
-            return with_meta(result, post_condition=_raised_verdict(exc))
-        return with_meta(result, post_condition=_verdict(verdict))
+        return run_coroutine_blocking(self._checked(arguments, result))
 
     async def acall(self, /, **arguments: Any) -> ToolCallResult:
-        result = await run_async(self._target, arguments, self._plan)
+        return await self._checked(arguments, await run_async(self._target, arguments, self._plan))
+
+    async def _checked(self, arguments: Mapping[str, Any], result: ToolCallResult) -> ToolCallResult:
+        """``result`` with the post-condition's verdict in its ``meta_data`` (when one applies)."""
         check = self._check_for(result)
         if check is None:
             return result

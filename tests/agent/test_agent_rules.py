@@ -167,3 +167,39 @@ def test_history_keeps_the_result_and_only_stable_metadata() -> None:
     kept = history_result(result, CompactionPolicy(history_result_chars=100))
     assert kept.result == result.result and len(kept.result_str) == 101
     assert dict(kept.meta_data) == {"tool": "t", "error_kind": "tool_error"}
+
+
+class _Prose:
+    """A model that only ever writes prose (no tool call)."""
+
+    name = "prose"
+    tool_mode = "json"
+
+    def call(self, context: Any, tools: Any = None) -> Any:
+        from sr_dist.models import ModelResponse
+
+        return ModelResponse(text="thinking")
+
+    async def acall(self, context: Any, tools: Any = None) -> Any:
+        return self.call(context, tools)
+
+
+@pytest.mark.parametrize("how", ["episode", "tool_context mapping"])
+def test_the_loop_honours_the_cancel_event_it_is_given(how: str) -> None:
+    import threading
+
+    from sr_dist.agent import Agent, Context, NoEpisode
+    from sr_dist.parsers import get_parser
+    from sr_dist.tools import ToolRegistry
+
+    event = threading.Event()
+    event.set()
+    wiring: dict[str, Any] = (
+        {"episode": NoEpisode(cancel_event=event)} if how == "episode" else {"tool_context": {"cancel_event": event}}
+    )
+    agent = Agent(_Prose(), get_parser("json"), ToolRegistry().open_catalog(), Context(), **wiring)
+    result = agent.run()
+    assert result.stop_reason == "cancelled" and result.turns == 0
+    running = Agent(_Prose(), get_parser("json"), ToolRegistry().open_catalog(), Context(),
+                    AgentLimits(max_turns=2, max_prose_turns=5))
+    assert running.run().stop_reason == "max_turns"

@@ -62,9 +62,10 @@ def test_anthropic_and_replay_presets(tmp_path: Path) -> None:
 
 
 def test_hydra_composes_every_preset() -> None:
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, initialize_config_module
 
-    with initialize_config_dir(config_dir=str(PRESET_DIR.parent), version_base="1.3"):
+    # The module, not its folder: importing sr_dist.conf stores the groups' defaults.
+    with initialize_config_module("sr_dist.conf", version_base="1.3"):
         for name in OPENAI_PRESETS + ["anthropic", "replay"]:
             cfg = compose(config_name="config", overrides=[f"model={name}"])
             assert cfg.model == load_preset(name)

@@ -237,8 +237,11 @@ def test_only_openai_answers_each_call_in_its_own_message() -> None:
     assert get_parser("json").answers_each_call is False and get_parser("text").answers_each_call is False
 
 
-def test_openai_assistant_message_without_calls_or_text() -> None:
-    assert get_parser("openai").assistant_message("", []) == {"role": "assistant", "content": None}
+def test_openai_assistant_message_without_calls_keeps_its_text_as_a_string() -> None:
+    assert get_parser("openai").assistant_message("", []) == {"role": "assistant", "content": ""}
+    assert get_parser("openai").assistant_message("prose", []) == {"role": "assistant", "content": "prose"}
+    with_call = get_parser("openai").assistant_message("", [ToolCall("a", id="c1")])
+    assert with_call["content"] is None and with_call["tool_calls"][0]["id"] == "c1"
 
 
 @pytest.mark.parametrize("name", ["json", "text"])
