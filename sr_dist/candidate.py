@@ -137,7 +137,7 @@ class Candidate:
             test_nmse=as_number(_get(fit, "test_nmse")),
             step=_int_or_none(_get(fit, "step")) or step,
             tool_call_id=_get(fit, "tool_call_id") or tool_call_id,
-            agent_id=_int_or_none(_get(fit, "agent_id")) if _get(fit, "agent_id") is not None else agent_id,
+            agent_id=_int_or_none(_get(fit, "agent_id")),
             candidate_id=_get(fit, "candidate_id"),
         )
 
@@ -153,15 +153,6 @@ class Candidate:
         """What a listing of fitted candidates shows the model (:data:`BRIEF_FIELDS`)."""
         values = self.to_dict()
         return {name: values[name] for name in BRIEF_FIELDS}
-
-    def with_constants(self) -> str:
-        """The expression followed by its fitted constants: ``a*x + b  [a=2, b=0.5]``."""
-        if not self.constants:
-            return self.expression
-        values = ", ".join(
-            f"{k}={'nan' if v is None or math.isnan(v) else format(v, '.6g')}" for k, v in self.constants.items()
-        )
-        return f"{self.expression}  [{values}]"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -9,7 +9,6 @@ to a provider).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -83,7 +82,7 @@ def build_agent(
         evaluator,
         recorder=recorder,
         agent_id=agent_id,
-        cancel_event=cancel_event if cancel_event is not None else threading.Event(),
+        cancel_event=cancel_event,
         max_expressions_per_call=max_expressions_per_call or DEFAULT_MAX_EXPRESSIONS,
     )
     names = tuple(tools) if tools is not None else FORMULA_TOOLS

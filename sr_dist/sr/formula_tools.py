@@ -10,7 +10,6 @@ episode's :class:`~sr_dist.sr.state.CandidateArchive` and its
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,8 +23,8 @@ from sr_dist.candidate import Candidate, best_of, fitness, rank_key
 from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
 from sr_dist.sr.state import Submission
 from sr_dist.tools.base import BaseTool
-from sr_dist.tools.execution import run_coroutine_blocking
 from sr_dist.tools.formatting import significant
+from sr_dist.tools.formula_helpers import evaluate_expressions, formula_text
 from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.registry import ToolCatalog, ToolRegistry
 from sr_dist.tools.types import ToolCallResult
@@ -248,35 +247,35 @@ class _FormulaTool(BaseTool[EpisodeContext]):
                 f"BaseTool.create({self.metadata.name!r}, context=EpisodeContext.create(dataset, evaluator))"
             )
 
-    def _fit(self, expressions: list[str]) -> list[Any]:
-        evaluator = self.context.evaluator
+    def evaluate_many(self, expressions: Iterable[Any]) -> list[Any]:
+        """:meth:`BaseTool.evaluate_many`, recorded like every fit a formula tool makes."""
+        fits, _ = self._fit([formula_text(e) for e in expressions])
+        return fits
+
+    def _fit(self, expressions: list[str]) -> tuple[list[Any], tuple[Candidate, ...]]:
+        """Fit, record (archive and recorder) and return the fits and their candidates."""
         try:
-            fits = evaluator.fit_many(expressions)
-            if inspect.isawaitable(fits):
-                fits = run_coroutine_blocking(fits)
-            fits = list(fits)
+            fits = evaluate_expressions(self.context, expressions)
         except Exception as exc:  # the evaluator is down or broken: a tool failure, not a bad formula
             raise EvaluatorFailure(
                 f"the evaluator could not fit the batch ({type(exc).__name__}: {exc}); "
                 "nothing was evaluated, try again"
             ) from exc
-        if len(fits) != len(expressions):
-            raise EvaluatorFailure(f"the evaluator returned {len(fits)} results for {len(expressions)} formulas")
-        self._record(fits)
-        return fits
+        return fits, self._record(fits)
 
-    def _record(self, fits: Sequence[Any]) -> None:
+    def _record(self, fits: Sequence[Any]) -> tuple[Candidate, ...]:
         episode = self.context.episode
         step, call_id, agent_id = episode.step, episode.tool_call_id, episode.agent_id
-        self.context.archive.add(fits, step=step, tool_call_id=call_id)
+        candidates = self.context.archive.add(fits, step=step, tool_call_id=call_id)
         recorder = self.context.recorder
         if recorder is None:
-            return
+            return candidates
         try:
             recorder(fits, agent_id=agent_id, step=step, tool_call_id=call_id)
         except Exception:  # losing a row must not cost the model its answer; counted and logged
             log.exception("agent %s: recording %d candidates failed", agent_id, len(fits))
             episode.note_recording_error()
+        return candidates
 
 
 @BaseTool.register("evaluate_formulas")
@@ -305,12 +304,12 @@ class EvaluateFormulas(_FormulaTool):
                 "reason": f"expressions has {len(expressions)} formulas; at most {limit} are accepted per call. "
                 "Send the most promising ones, or split them over several calls.",
             }
-        fits = self._fit([str(e) for e in expressions])
-        records = [fit_record(f) for f in fits]
-        best = best_of([Candidate.from_fit(f) for f in fits])
+        _, candidates = self._fit([str(e) for e in expressions])
+        records = [c.record() for c in candidates]
+        best = best_of(candidates)
         return {"results": records, "best": best.brief() if best is not None else None}
 
-    def format_result(self, result: Any) -> str:
+    def format_result_dict(self, result: Any) -> str:
         records = result.get("results") or []
         counts: dict[str, int] = {}
         for record in records:
@@ -335,7 +334,7 @@ class DataSummary(_FormulaTool):
         the target, the target's range, and the first few rows."""
         return summarize_data(self.context.dataset)
 
-    def format_result(self, result: Any) -> str:
+    def format_result_dict(self, result: Any) -> str:
         return format_data_summary(result)
 
 
@@ -362,7 +361,7 @@ class BestFormulas(_FormulaTool):
             "evaluated": len(archive),
         }
 
-    def format_result(self, result: Any) -> str:
+    def format_result_dict(self, result: Any) -> str:
         front = result["front"]
         if not front:
             return f"No formula has been fitted successfully yet ({result['evaluated']} evaluated)."
@@ -390,17 +389,14 @@ class SubmitFormula(_FormulaTool):
             expression: The formula you answer with.
             rationale: Why you believe it is the law behind the data (optional, brief).
         """
-        [fit] = self._fit([str(expression)])
-        cand = Candidate.from_fit(fit)
+        _, (cand,) = self._fit([str(expression)])
         if not cand.ok:
             return {
                 "success": False,
                 "reason": f"not submitted: the formula's status is {cand.status}: "
                 f"{cand.error or 'it could not be fitted'}. Fix it and submit again.",
             }
-        episode = self.context.episode
-        recorded = Candidate.from_fit(fit, step=episode.step, tool_call_id=episode.tool_call_id)
-        episode.submit(Submission(recorded, str(rationale)[:MAX_RATIONALE_CHARS]))
+        self.context.episode.submit(Submission(cand, str(rationale)[:MAX_RATIONALE_CHARS]))
         return {
             "submitted": True,
             "expression": cand.expression,
@@ -410,7 +406,7 @@ class SubmitFormula(_FormulaTool):
             "complexity": cand.complexity,
         }
 
-    def format_result(self, result: Any) -> str:
+    def format_result_dict(self, result: Any) -> str:
         return (
             f"Submitted {result['expression']}{_constants_text(result['constants'])}: "
             f"val_nmse={format_nmse(result['val_nmse'])}, complexity={result['complexity']}. "

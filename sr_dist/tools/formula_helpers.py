@@ -28,6 +28,7 @@ __all__ = [
     "ParsedFormula",
     "context_variables",
     "evaluate_expressions",
+    "formula_text",
     "format_evaluation_result",
     "normalize_formula",
     "parse_tool_formula",
@@ -128,7 +129,8 @@ def parse_tool_formula(text: str, variables: Sequence[str] | None) -> ParsedForm
     return ParsedFormula(parse_formula(text, tuple(variables or ())))
 
 
-def _formula_text(expression: object) -> str:
+def formula_text(expression: object) -> str:
+    """The text of a formula given as text, a :class:`ParsedFormula` or a ``Formula``."""
     if isinstance(expression, str):
         return expression
     if isinstance(expression, ParsedFormula):
@@ -148,7 +150,7 @@ def evaluate_expressions(context: object, expressions: Iterable[object]) -> list
     scores train/validation NMSE. A formula that does not parse comes back with status
     ``invalid``; only a missing or broken evaluator raises.
     """
-    texts = [_formula_text(expression) for expression in expressions]
+    texts = [formula_text(expression) for expression in expressions]
     evaluator = context_value(context, "evaluator")
     fit_many = getattr(evaluator, "fit_many", None)
     if not callable(fit_many):

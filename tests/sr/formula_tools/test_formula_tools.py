@@ -228,3 +228,11 @@ def test_a_formula_tool_needs_an_episode_context_to_run_but_not_to_be_described(
         bare(expressions=["x0"])
     with pytest.raises(TypeError, match="needs an EpisodeContext, got dict"):
         BaseTool.create("evaluate_formulas", context={"dataset": None})
+
+
+def test_the_basetool_evaluate_helper_of_a_formula_tool_records_its_fits(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
+    catalog, ctx, recorder = make(agent_dataset, agent_evaluator)
+    tool = catalog.get("best_formulas")
+    fit = tool.evaluate(tool.parse_formula("c*x0"))
+    assert fit.status == "ok"
+    assert len(ctx.archive) == 1 and [f.expression for f in recorder.fits] == ["c*x0"]
