@@ -48,7 +48,7 @@ def init_ray(settings: Settings) -> bool:
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
-    if settings.ray.address is None:
+    if settings.ray.starts_cluster:
         kwargs.update(address="local", include_dashboard=settings.ray.include_dashboard)
         if settings.ray.num_cpus is not None:
             kwargs["num_cpus"] = settings.ray.num_cpus

@@ -159,14 +159,20 @@ def best_distinct(rows: Sequence[Mapping[str, Any]], limit: int) -> list[Mapping
     return out
 
 
+def resumed_run(path: Path, run_id: str) -> RunRecord:
+    """The runs row of the run to resume; :class:`SettingsError` (``run.resume``) when none."""
+    record = read_run(path, run_id) if path.is_dir() else None
+    if record is None:
+        raise SettingsError("run.resume", f"names no run under {path}: there is no runs row for "
+                            f"{run_id!r} (sr-dist-query {path} lists the runs)")
+    return record
+
+
 def load_resume(path: Path, run_id: str, dataset_name: str, *,
                 prior_per_agent: int = PRIOR_PER_AGENT, warm_limit: int = WARM_LIMIT) -> ResumeState:
     """Read what ``run_id`` left under ``path``; :class:`SettingsError` (key ``run.resume``)
     when there is no such run or it searched another dataset."""
-    record = read_run(path, run_id)
-    if record is None:
-        raise SettingsError("run.resume", f"names no run under {path}: there is no runs row for "
-                            f"{run_id!r} (sr-dist-query {path} lists the runs)")
+    record = resumed_run(path, run_id)
     if record.dataset != dataset_name:
         raise SettingsError("run.resume", f"run {run_id!r} searched dataset {record.dataset!r}, "
                             f"but this config loads {dataset_name!r}; resume it with its dataset")
@@ -253,11 +259,7 @@ def resolve_settings(cfg: Any, base_dir: str | os.PathLike[str] | None = None) -
     settings = cfg if isinstance(cfg, Settings) else settings_from_config(cfg, base_dir)
     if settings.resume is None or isinstance(cfg, Settings):
         return settings
-    path = settings.results.path
-    record = read_run(path, settings.resume) if path.is_dir() else None
-    if record is None:
-        raise SettingsError("run.resume", f"names no run under {path}: there is no runs row for "
-                            f"{settings.resume!r} (sr-dist-query {path} lists the runs)")
+    record = resumed_run(settings.results.path, settings.resume)
     if not record.config:
         return settings
     try:

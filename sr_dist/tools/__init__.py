@@ -4,23 +4,14 @@ Every tool kind (a ``BaseTool`` subclass, a function tool, a ``BuiltinTool``, a 
 wrapper, later an MCP-served tool) is called the same way, ``tool(**arguments)`` or
 ``await tool.acall(**arguments)``, and returns a ``ToolCallResult``. A ``ToolRegistry`` holds
 tool instances; ``registry.open_catalog()`` is the immutable view an agent run uses. jharness's kernel
-names live in :mod:`sr_dist.tools.kernel` (most are re-exported here). See ``docs/tools.md``.
+names live in :mod:`sr_dist.tools.kernel` (``from sr_dist.tools.kernel import ...``, as a port
+of ``from jharness.kernel import ...`` reads). See ``docs/tools.md``.
 """
 
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import format_result_dict, strip_ansi, truncate
 from sr_dist.tools.formula_helpers import ParsedFormula
 from sr_dist.tools.function import BuiltinTool, FunctionTool, function_tool
-from sr_dist.tools.kernel import (
-    ContentPart,
-    SettledResult,
-    ToolContext,
-    ToolExecution,
-    ToolFailure,
-    ToolResult,
-    ToolSuccess,
-)
-from sr_dist.tools.kernel import ToolCall as KernelToolCall
 from sr_dist.tools.metadata import Tool, ToolMetadata
 from sr_dist.tools.outcomes import is_implementation_failure
 from sr_dist.tools.registry import BoundCall, ToolCatalog, ToolRegistry
@@ -52,13 +43,4 @@ __all__ = [
     "strip_ansi",
     "truncate",
     "is_implementation_failure",
-    # jharness kernel names (sr_dist.tools.kernel; its ToolCall takes (id, name, arguments))
-    "ContentPart",
-    "SettledResult",
-    "ToolContext",
-    "ToolExecution",
-    "ToolFailure",
-    "ToolResult",
-    "ToolSuccess",
-    "KernelToolCall",
 ]

@@ -28,7 +28,7 @@ from sr_dist.tools.kernel import (
 )
 from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.outcomes import exception_reason, with_meta
-from sr_dist.tools.schema import infer_parameters, parse_docstring
+from sr_dist.tools.schema import infer_description, infer_parameters
 from sr_dist.tools.types import ToolCallResult, ToolSpec
 from sr_dist.tools.validation import compile_parameters, compile_schema
 
@@ -165,7 +165,7 @@ class FunctionTool:
             raise TypeError(f"expected a function, got {type(fn).__name__}")
         tool_name: str = name or str(getattr(fn, "__name__", ""))
         if description is None:
-            description = parse_docstring(inspect.getdoc(fn))[0]
+            description = infer_description(fn)
         if input_schema is None and is_kernel_function(fn):
             raise ValueError(
                 f"tool {tool_name!r}: a jharness-style function (call, context) has no signature to infer a "

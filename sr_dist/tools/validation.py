@@ -13,7 +13,7 @@ the tool receives ``5``; a float it cannot turn exactly is refused there, as the
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -170,9 +170,12 @@ def _describe(error: jsonschema.ValidationError, noun: str) -> list[str]:
 
 def describe_errors(validator: Draft202012Validator, instance: Any, noun: str) -> list[str]:
     """Readable, deterministic reasons why ``instance`` breaks the schema (empty when valid)."""
-    errors = sorted(
-        validator.iter_errors(instance), key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator), e.message)
-    )
+    return _reasons(validator.iter_errors(instance), noun)
+
+
+def _reasons(found: Iterable[Any], noun: str) -> list[str]:
+    """:func:`describe_errors` for errors already found (one validation pass, not two)."""
+    errors = sorted(found, key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator), e.message))
     reasons: list[str] = []
     for error in errors:
         for reason in _describe(error, noun):
@@ -241,11 +244,12 @@ def check_arguments(validator: Draft202012Validator, arguments: Any) -> CheckedA
     current: dict[str, Any] = dict(arguments)
     coerced: list[str] = []
     for _ in range(_MAX_COERCION_PASSES):
+        errors = list(validator.iter_errors(current))
         spots: set[tuple[Any, ...]] = set()
-        for error in validator.iter_errors(current):
+        for error in errors:
             _integer_spots(error, spots)
-        if not spots:
-            break
+        if not spots:  # nothing left to coerce: these errors are the answer
+            return CheckedArguments(current, tuple(_reasons(errors, "argument")), tuple(coerced))
         for path in sorted(spots, key=lambda p: [str(part) for part in p]):
             current = _with_value(current, path, int(_value_at(current, path)))
             coerced.append(_path_text(path))

@@ -90,6 +90,10 @@ def test_bad_arguments_are_refused_before_they_reach_the_server(healthy: MCPTool
     assert isinstance(tool, MCPTool)
     direct = tool(a=1)
     assert direct.error_kind == "invalid_tool_call" and "missing required argument 'b'" in direct.result_str
+    # A direct call binds like the catalog: a whole float for an integer is sent as an int.
+    crash = catalog.get("crash")
+    refused, sent = crash._precheck({"code": 3.0})
+    assert refused is None and sent == {"code": 3} and type(sent["code"]) is int
 
 
 def test_a_timeout_s_argument_extends_the_wait(healthy: MCPToolset) -> None:

@@ -174,10 +174,10 @@ def test_mock_without_a_transcript_says_where_to_put_one() -> None:
 
 
 def test_the_mimo_preset_composes_and_builds() -> None:
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, initialize_config_module
 
     preset = OmegaConf.load(PRESET_DIR / "mimo.yaml")
-    with initialize_config_dir(config_dir=str(PRESET_DIR.parent), version_base="1.3"):
+    with initialize_config_module("sr_dist.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=["model=mimo"])
     assert cfg.model == preset and preset.provider == "mimo"
     model = build_model(cfg.model, getenv=KEYS.get)

@@ -11,7 +11,6 @@ import pytest
 from sr_dist.agent.compaction import history_result
 from sr_dist.parsers import get_parser
 from sr_dist.tools import (
-    ERROR_KINDS,
     BaseTool,
     BuiltinTool,
     CircuitBreakingTool,
@@ -29,10 +28,6 @@ OBJECT: dict[str, Any] = {"type": "object", "properties": {"target": {"type": "s
 
 def returning(value: Any, *, name: str = "probe", **options: Any) -> BuiltinTool:
     return BuiltinTool(name=name, description="Returns a fixed value.", input_schema=OBJECT, fn=lambda **_: value, **options)
-
-
-def test_the_new_kind_is_a_known_error_kind() -> None:
-    assert "tool_protocol_violation" in ERROR_KINDS
 
 
 @pytest.mark.parametrize(

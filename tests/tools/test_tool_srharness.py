@@ -172,14 +172,6 @@ def test_overridden_format_result_dict_is_what_the_model_sees(caller: str, tool_
     assert result.result == {"items": [0, 1, 2], "n": 3}  # the machine-readable value is whole
 
 
-def test_default_format_result_dict_is_the_module_formatter() -> None:
-    from sr_dist.tools import format_result_dict
-
-    tool = _LegacyFormat()
-    value = {"a": 1.5, "b": "text"}
-    assert BaseTool.format_result_dict(tool, value) == format_result_dict(value)
-
-
 def test_the_older_format_result_override_still_wins() -> None:
     assert _LegacyFormat()().result_str == "legacy hook"
 

@@ -23,7 +23,6 @@ from sr_dist.tools.types import ToolCallResult
 __all__ = [
     "catalog_name",
     "tool_metadata",
-    "takes_timeout_argument",
     "timeout_arguments",
     "call_timeout_s",
     "content_text",
@@ -58,11 +57,6 @@ def timeout_arguments(parameters: Mapping[str, Any]) -> tuple[str, ...]:
     if not isinstance(properties, Mapping):
         return ()
     return tuple(name for name in TIMEOUT_ARGUMENTS if name in properties)
-
-
-def takes_timeout_argument(parameters: Mapping[str, Any]) -> bool:
-    """True when the input schema declares a ``timeout_s`` or ``timeout_sec`` property."""
-    return bool(timeout_arguments(parameters))
 
 
 def _requested_s(value: Any) -> float | None:

@@ -27,7 +27,7 @@ from sr_dist.tools.metadata import ToolMetadata
 from sr_dist.tools.outcomes import failure_result
 from sr_dist.tools.registry import ToolRegistry
 from sr_dist.tools.types import ToolCallResult
-from sr_dist.tools.validation import argument_errors, compile_parameters
+from sr_dist.tools.validation import check_arguments, compile_parameters
 
 __all__ = ["MCPTool", "MCPToolset", "start_mcp_tools", "astart_mcp_tools", "BACKSTOP_S"]
 
@@ -131,7 +131,7 @@ class MCPTool:
 
     def __call__(self, **arguments: Any) -> ToolCallResult:
         """Call the tool from sync code (with or without a loop running in this thread)."""
-        early = self._precheck(arguments)
+        early, arguments = self._precheck(arguments)
         if early is not None:
             return early
         timeout = self._timeout(arguments)
@@ -144,7 +144,7 @@ class MCPTool:
 
     async def acall(self, **arguments: Any) -> ToolCallResult:
         """Call the tool from async code; the caller's loop stays free while the server works."""
-        early = self._precheck(arguments)
+        early, arguments = self._precheck(arguments)
         if early is not None:
             return early
         timeout = self._timeout(arguments)
@@ -177,18 +177,19 @@ class MCPTool:
             mcp_server=self.server, **meta,
         )
 
-    def _precheck(self, arguments: Mapping[str, Any]) -> ToolCallResult | None:
+    def _precheck(self, arguments: Mapping[str, Any]) -> tuple[ToolCallResult | None, dict[str, Any]]:
+        """A refusal before the server is asked, or the arguments as they will be sent (whole
+        floats where the schema wants integers are ints, as at bind)."""
         if self._toolset.closed:
-            return self._failed("tool_error", f"MCP server {self.server!r}: the MCP toolset is closed.")
+            return self._failed("tool_error", f"MCP server {self.server!r}: the MCP toolset is closed."), {}
         refused = self._connection.refusal()
         if refused is not None:
-            return self._failed(*refused, refused=True)
-        problems = argument_errors(self._validator, arguments)
-        if problems:
-            return self._failed(
-                "invalid_tool_call", f"invalid call to {self._metadata.name!r}: " + "; ".join(problems), model_visible=True
-            )
-        return None
+            return self._failed(*refused, refused=True), {}
+        checked = check_arguments(self._validator, arguments)
+        if not checked.ok:
+            reason = f"invalid call to {self._metadata.name!r}: " + "; ".join(checked.reasons)
+            return self._failed("invalid_tool_call", reason, model_visible=True), {}
+        return None, dict(checked.arguments)
 
     def _abandoned(self, timeout: float) -> ToolCallResult:
         """The loop thread itself did not answer in time: treat it like a call timeout."""
