@@ -187,6 +187,8 @@ def _validate(opts: EvaluatorOptions) -> None:
         raise ValueError("batch_size must be >= 1")
     if not opts.const_buckets or sorted(opts.const_buckets) != list(opts.const_buckets):
         raise ValueError("const_buckets must be a non-empty increasing tuple")
+    if opts.const_buckets[0] < 1:  # constant-free programs need no bucket of their own
+        raise ValueError(f"const_buckets must be positive, got {opts.const_buckets}")
 
 
 def _round_up(n: int, m: int) -> int:
@@ -252,6 +254,7 @@ class _Job:
     program: Program
     k: int
     complexity: int
+    bucket: Bucket
 
 
 _T = TypeVar("_T")
@@ -524,7 +527,7 @@ class Evaluator:
             try:
                 consts = [f"c{j}" for j in range(len(f.canonical_constants))]
                 prog = lower(f.canonical_tree, self.feature_names, consts)
-                self._bucket_for(prog)
+                bucket = self._bucket_for(prog)
             except LoweringError as exc:
                 results[i] = failed(text, "invalid", str(exc), f.canonical, f.complexity)
                 stats.invalid += 1
@@ -541,7 +544,7 @@ class Evaluator:
                 stats.errors += 1
                 parsed[i] = None
                 continue
-            jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity)
+            jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity, bucket)
 
         fresh = self._run_jobs(list(jobs.values()))
         for canon, entry in fresh.items():
@@ -598,7 +601,7 @@ class Evaluator:
         """
         groups: dict[Bucket, list[_Job]] = {}
         for job in jobs:
-            groups.setdefault(self._bucket_for(job.program), []).append(job)
+            groups.setdefault(job.bucket, []).append(job)
         out: dict[str, _Entry] = {}
         cap = self.options.batch_size
         launched: list[_Launched] = []

@@ -30,6 +30,7 @@ from .nodes import (
     NAMED_NUMBERS,
     UNARY_OPS,
     Node,
+    free_constant_prefix,
     is_identifier,
 )
 from .numeric import evaluate_numpy
@@ -54,6 +55,7 @@ __all__ = [
     "evaluate_numpy",
     "fold_tree",
     "format_number",
+    "free_constant_prefix",
     "is_identifier",
     "iter_nodes",
     "parse_formula",

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "free_constant_prefix",
     "BINARY_OPS",
     "CALLABLE",
     "FUNCTION_ALIASES",
@@ -81,6 +82,22 @@ MAX_DEPTH = 64
 CALLABLE: Mapping[str, str] = {**{name: name for name in FUNCTION_NAMES}, **FUNCTION_ALIASES}
 #: What a variable or constant name looks like (package-internal).
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def free_constant_prefix(variables: Iterable[str], preferred: Sequence[str] = ("c", "k", "a", "w", "cst")) -> str:
+    """A prefix ``p`` for generated constant names ``p0, p1, ...`` that no variable in
+    ``variables`` can be mistaken for: the first of ``preferred`` no ``<p><digits>`` variable
+    takes, else the last one repeated until free (a constant named like a variable would parse
+    as that variable)."""
+    taken = [v for v in variables if isinstance(v, str)]
+    candidates = list(preferred) or ["c"]
+    prefix = candidates[0]
+    for prefix in candidates:
+        if not any(re.fullmatch(re.escape(prefix) + "[0-9]+", v) for v in taken):
+            return prefix
+    while any(re.fullmatch(re.escape(prefix) + "[0-9]+", v) for v in taken):
+        prefix += candidates[-1]
+    return prefix
 
 
 def is_identifier(name: str) -> bool:

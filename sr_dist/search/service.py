@@ -13,23 +13,19 @@ No Ray here: the service runs in any event loop (tests use ``asyncio.run``).
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from sr_dist.formula import Formula, Node
+from sr_dist.formula import Node, free_constant_prefix, render
 from sr_dist.search.batching import Batch, MicroBatcher
 
 __all__ = [
-    "WARMUP_MAX_CONSTS",
     "BatchingEvaluator",
     "EvaluationFailed",
     "FitsMany",
     "search_warmup",
-    "warmup_constant_names",
     "warmup_formulas",
-    "warmup_tree",
 ]
 
 
@@ -46,23 +42,12 @@ class EvaluationFailed(RuntimeError):
 
 
 #: Largest constant count the search warms up (bigger buckets compile when first used).
-WARMUP_MAX_CONSTS = 8
+_WARMUP_MAX_CONSTS = 8
 
 
-def warmup_constant_names(taken: Iterable[str], count: int) -> tuple[str, ...]:
-    """``count`` constant names ``w0, w1, ...`` that equal no name in ``taken`` (the dataset's
-    variables): the prefix grows (``ww0, ...``) until no ``<prefix><digits>`` is taken."""
-    names = frozenset(taken)
-    prefix = "w"
-    while any(re.fullmatch(prefix + "[0-9]+", name) for name in names):
-        prefix += "w"
-    return tuple(f"{prefix}{i}" for i in range(count))
-
-
-def warmup_tree(variable: str, constants: Sequence[str]) -> Node:
-    """The polynomial ``c0 + c1*x + c2*x**2 + ...`` in ``variable`` with one term per name in
-    ``constants`` (the bare variable when there are none), built as a tree so no text rewriting
-    can mangle a variable's name."""
+def _polynomial(variable: str, constants: Sequence[str]) -> Node:
+    """``c0 + c1*x + c2*x**2 + ...`` in ``variable``, one term per constant (the bare variable
+    for none), built as a tree so no text rewriting can mangle a variable's name."""
     x = Node("var", name=variable)
     if not constants:
         return x
@@ -81,22 +66,14 @@ def warmup_formulas(variable: str, const_counts: Sequence[int], *,
     ``avoid`` are the dataset's other variables: no constant takes one of their names (a
     constant named like a variable would parse as that variable and land in another bucket).
     """
-    variables = tuple(dict.fromkeys((variable, *avoid)))
-    formulas = []
-    for k in const_counts:
-        if k < 0:
-            raise ValueError(f"a constant count cannot be negative (got {k})")
-        tree = warmup_tree(variable, warmup_constant_names(variables, k))
-        formulas.append(Formula.from_tree(tree, variables).text)
-    return formulas
+    prefix = free_constant_prefix((variable, *avoid))
+    return [render(_polynomial(variable, [f"{prefix}{i}" for i in range(k)])) for k in const_counts]
 
 
 def search_warmup(feature_names: Sequence[str], const_buckets: Sequence[int]) -> list[str]:
-    """What the evaluator actor fits before a search: the small-program buckets up to
-    :data:`WARMUP_MAX_CONSTS` constants (or the smallest bucket), on the first variable."""
-    if not feature_names:
-        raise ValueError("the dataset has no variables to build warm-up formulas on")
-    counts = [k for k in const_buckets if k <= WARMUP_MAX_CONSTS] or [const_buckets[0]]
+    """What the evaluator actor fits before a search: the small-program buckets up to 8
+    constants (or the smallest bucket), on the first variable."""
+    counts = [k for k in const_buckets if k <= _WARMUP_MAX_CONSTS] or [const_buckets[0]]
     return warmup_formulas(feature_names[0], counts, avoid=feature_names)
 
 

@@ -159,6 +159,8 @@ def test_bad_options_are_rejected(target_dataset: Dataset) -> None:
         Evaluator(target_dataset, restarts=0)
     with pytest.raises(ValueError, match="dtype"):
         Evaluator(target_dataset, dtype="float16")
+    with pytest.raises(ValueError, match="const_buckets must be positive"):
+        Evaluator(target_dataset, const_buckets=(0, 2))
     with pytest.raises(TypeError):
         Evaluator(target_dataset, no_such_option=1)
 

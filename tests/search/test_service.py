@@ -14,13 +14,12 @@ from sr_dist.data import load_dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.evaluator.evaluator import SIZE_CLASSES, Bucket, bucket_for
 from sr_dist.evaluator.program import lower
-from sr_dist.formula import parse_formula
+from sr_dist.formula import free_constant_prefix, parse_formula
 from sr_dist.search.actors import canonical_key
 from sr_dist.search.service import (
     BatchingEvaluator,
     EvaluationFailed,
     search_warmup,
-    warmup_constant_names,
     warmup_formulas,
 )
 
@@ -84,7 +83,7 @@ def test_batching_off_fits_one_formula_per_batch(evaluator: Evaluator) -> None:
 def test_warmup_compiles_then_forgets(evaluator: Evaluator) -> None:
     service = _service(evaluator, max_batch=8, max_wait_s=0.0)
     formulas = warmup_formulas("q", [2, 4])
-    assert formulas == ["w0 + w1*q", "w0 + w1*q + w2*q**2 + w3*q**3"]
+    assert formulas == ["c0 + c1*q", "c0 + c1*q + c2*q**2 + c3*q**3"]
     report = asyncio.run(service.warmup(formulas))
     assert report["formulas"] == 2 and report["fits"] == 2
     stats = service.stats()
@@ -94,7 +93,8 @@ def test_warmup_compiles_then_forgets(evaluator: Evaluator) -> None:
 
 # Variables that the old text rewriting (every "w" replaced by a longer prefix) mangled, and
 # one that a constant named "w0" would shadow.
-WARMUP_FEATURES = [("wavelength",), ("w0",), ("wavelength", "w0"), ("w0", "ww1", "wavelength")]
+WARMUP_FEATURES = [("wavelength",), ("w0",), ("wavelength", "w0"), ("w0", "ww1", "wavelength"),
+                   ("c0", "k1", "a2", "w3", "cst4")]
 
 
 @pytest.mark.parametrize("features", WARMUP_FEATURES, ids="-".join)
@@ -113,15 +113,13 @@ def test_warmup_formulas_keep_the_variable_and_hit_their_buckets(
 
 
 def test_warmup_formulas_text_and_constant_names() -> None:
-    assert warmup_formulas("wavelength", [2], avoid=["wavelength", "w0"]) == [
-        "ww0 + ww1*wavelength"]
-    assert warmup_formulas("q", [1, 0]) == ["w0", "q"]
-    assert warmup_constant_names(["w", "wavelength", "w_0"], 2) == ("w0", "w1")
-    assert warmup_constant_names(["w7", "ww0"], 2) == ("www0", "www1")
-    with pytest.raises(ValueError, match="negative"):
-        warmup_formulas("q", [-1])
-    with pytest.raises(ValueError, match="no variables"):
-        search_warmup([], (2, 4))
+    assert warmup_formulas("wavelength", [2], avoid=["wavelength", "w0"]) == ["c0 + c1*wavelength"]
+    assert warmup_formulas("c0", [2]) == ["k0 + k1*c0"]
+    assert warmup_formulas("q", [1, 0]) == ["c0", "q"]
+    assert free_constant_prefix(["c", "c_0", "cc0", "wavelength"]) == "c"
+    assert free_constant_prefix(["c0", "k1", "a2", "w3", "cst4"]) == "cstcst"
+    assert free_constant_prefix(["x"], preferred=("w",)) == "w"
+    assert free_constant_prefix(["w0", "ww1"], preferred=("w",)) == "www"
 
 
 def test_warmup_on_a_wavelength_dataset_compiles_the_intended_buckets(tmp_path: Any) -> None:

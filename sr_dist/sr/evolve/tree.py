@@ -9,10 +9,10 @@ the same text.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Sequence
 
 from sr_dist.formula import BINARY_OPS, UNARY_OPS, Node
+from sr_dist.formula import free_constant_prefix as constant_prefix  # the one naming rule
 
 __all__ = [
     "Path",
@@ -230,15 +230,6 @@ def tidy(node: Node, exponent: bool = False) -> Node:
 _PREC = {"add": 1, "sub": 1, "mul": 2, "div": 2, "neg": 3, "pow": 4}
 _SYMBOL = {"add": " + ", "sub": " - ", "mul": "*", "div": "/", "pow": "**"}
 _ATOM = 5
-
-
-def constant_prefix(variables: Sequence[str]) -> str:
-    """A prefix for constant names that cannot collide with a dataset variable."""
-    for prefix in ("c", "k", "a", "w", "cst"):
-        pattern = re.compile(rf"^{prefix}\d+$")
-        if not any(pattern.match(v) for v in variables):
-            return prefix
-    return "cst_"
 
 
 def _format_number(value: float) -> str:
