@@ -70,6 +70,17 @@ def int_value(value: Any, key: str, *, minimum: int | None = None, optional: boo
     return int(value)
 
 
+def replicas_value(value: Any, key: str) -> int | str:
+    """A replica count: a positive integer, or ``auto`` (worked out from the cluster)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SettingsError(key, f"must be a positive integer or 'auto', got {value!r}")
+    return int(value)
+
+
 def float_value(
     value: Any, key: str, *, positive: bool = False, non_negative: bool = False,
     optional: bool = False,
@@ -238,6 +249,16 @@ class EvaluatorConfig(_Group):
     num_gpus: float = 1
     #: How often Ray restarts a dead evaluator actor (its in-flight fits are resent).
     max_restarts: int = 3
+    #: Evaluator actors (the pool): an integer, or ``auto`` (one per GPU the cluster has on
+    #: ``gpu``; on ``cpu``, one per ``cpus_per_replica`` cores of the cluster). Formulas are
+    #: routed to replicas by canonical key, so each structure is fitted once per run.
+    replicas: Any = 1
+    #: CPU cores each replica reserves and sizes XLA's CPU thread pool to (``cpu`` only).
+    cpus_per_replica: int = 1
+    #: Formulas queued per replica before new requests wait (backpressure, not memory growth).
+    max_queue: int = 4096
+    #: ``fit_many`` requests one agent may have in flight at once (the rest wait).
+    max_in_flight: int = 4
     #: The other ``EvaluatorOptions`` fields the config sets (not a key of its own).
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict, metadata={KEY: False})
 
@@ -273,6 +294,12 @@ class EvaluatorConfig(_Group):
                                              non_negative=True))
         _set(self, "warmup", bool_value(self.warmup, f"{p}.warmup"))
         _set(self, "max_restarts", int_value(self.max_restarts, f"{p}.max_restarts", minimum=0))
+        _set(self, "replicas", replicas_value(self.replicas, f"{p}.replicas"))
+        _set(self, "cpus_per_replica", int_value(self.cpus_per_replica, f"{p}.cpus_per_replica",
+                                                 minimum=1))
+        _set(self, "max_queue", int_value(self.max_queue, f"{p}.max_queue", minimum=1))
+        _set(self, "max_in_flight", int_value(self.max_in_flight, f"{p}.max_in_flight",
+                                              minimum=1))
         _set(self, "restarts", int_value(self.restarts, f"{p}.restarts", minimum=1))
         _set(self, "dtype", str_value(self.dtype, f"{p}.dtype"))
         _set(self, "method", str_value(self.method, f"{p}.method"))
@@ -318,6 +345,10 @@ class SearchConfig(_Group):
     progress_interval_s: float = 10
     #: The formula tools a run exposes to the model (``None``: all of them).
     tools: tuple[str, ...] | None = None
+    #: Agent episodes one agent actor (process) hosts as concurrent asyncio tasks. 1 suits
+    #: ``evolve`` (its turns compute on the CPU); raise it for agents that wait on a remote
+    #: model (docs/scaling.md).
+    agents_per_actor: int = 1
 
     def __post_init__(self) -> None:
         p = self.GROUP
@@ -339,6 +370,8 @@ class SearchConfig(_Group):
         _set(self, "progress_interval_s", float_value(
             self.progress_interval_s, f"{p}.progress_interval_s", positive=True))
         _set(self, "tools", tool_names(self.tools, f"{p}.tools"))
+        _set(self, "agents_per_actor", int_value(self.agents_per_actor, f"{p}.agents_per_actor",
+                                                 minimum=1))
 
 
 @dataclasses.dataclass(frozen=True)

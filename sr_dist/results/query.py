@@ -209,8 +209,17 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _select_list(schema: pa.Schema) -> str:
-    return ", ".join(f'"{name}"' for name in schema.names)
+def _select_list(schema: pa.Schema, present: Iterable[str] | None = None) -> str:
+    """The schema's columns; a column no file has yet (results written by an older version)
+    is selected as a typed NULL, so the view has every column either way."""
+    have = set(schema.names) if present is None else set(present)
+    return ", ".join(
+        f'"{field.name}"' if field.name in have
+        else f'CAST(NULL AS {_DUCKDB_TYPES.get(str(field.type), "VARCHAR")}) AS "{field.name}"'
+        for field in schema)
+
+
+_DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE"}
 
 
 def _source(con: duckdb.DuckDBPyConnection, name: str, directory: Path, dataset: ds.Dataset,
@@ -236,8 +245,9 @@ def duckdb_connection(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection
     cand = _source(con, "candidates", root / CANDIDATES_DIR, results.candidates, CANDIDATE_SCHEMA)
     runs = _source(con, "runs", root / RUNS_DIR, results.runs, RUNS_SCHEMA)
     con.execute(f"CREATE VIEW candidates AS SELECT {_select_list(CANDIDATE_SCHEMA)} FROM {cand}")
+    present = [d[0] for d in con.execute(f"SELECT * FROM {runs} LIMIT 0").description]
     con.execute(
-        f"CREATE VIEW runs AS SELECT {_select_list(RUNS_SCHEMA)} FROM {runs} "
+        f"CREATE VIEW runs AS SELECT {_select_list(RUNS_SCHEMA, present)} FROM {runs} "
         "QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY updated_at DESC) = 1"
     )
     return con

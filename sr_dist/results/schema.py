@@ -86,6 +86,9 @@ RUNS_SCHEMA: pa.Schema = pa.schema(
         pa.field("best_val_nmse", pa.float64()),
         pa.field("best_test_nmse", pa.float64()),
         pa.field("sr_dist_version", pa.string(), nullable=False),
+        # JSON: the evaluator pool's stats (totals, queue-wait percentiles, one entry per
+        # replica); null while the run is going and in runs written before it existed.
+        pa.field("evaluator_stats", pa.string()),
     ],
     metadata={"sr_dist.table": "runs", "sr_dist.schema_version": "1"},
 )
@@ -282,6 +285,17 @@ def normalize_row(row: Mapping[str, Any], schema: pa.Schema) -> dict[str, Any]:
 
 # --- runs --------------------------------------------------------------------------------------
 
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as ``None`` (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
     """The one ``runs`` row of a run; rewrite it (``write_run``) as the run progresses.
@@ -310,6 +324,8 @@ class RunRecord:
     best_val_nmse: float | None = None
     best_test_nmse: float | None = None
     sr_dist_version: str = __version__
+    #: The evaluator pool's stats as JSON text (``with_evaluator_stats``).
+    evaluator_stats: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -342,6 +358,11 @@ class RunRecord:
             best_val_nmse=best.get("val_nmse"),
             best_test_nmse=best.get("test_nmse"),
         )
+
+    def with_evaluator_stats(self, stats: Mapping[str, Any] | None) -> RunRecord:
+        """This record with the evaluator pool's stats (stored as JSON text; ``None`` clears)."""
+        text = None if not stats else json.dumps(_finite(stats), sort_keys=True, default=str)
+        return dataclasses.replace(self, evaluator_stats=text)
 
     def to_row(self, now: datetime | None = None) -> dict[str, Any]:
         """The ``RUNS_SCHEMA`` row; ``updated_at`` defaults to ``now``."""

@@ -31,20 +31,19 @@ import logging
 import os
 import secrets
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import ray
 
+from sr_dist.search.pool import canonical_key
 from sr_dist.search.progress import RunTally, TallySnapshot
 from sr_dist.search.settings import EvaluatorSettings
 
 __all__ = [
     "AgentActor",
     "EvaluatorActor",
-    "EvaluatorClient",
     "ResultWriter",
     "WriterSink",
     "canonical_key",
@@ -54,28 +53,16 @@ log = logging.getLogger(__name__)
 
 #: Row batches an agent may have on their way to the writer before it waits for one.
 MAX_ROWS_IN_FLIGHT = 8
-#: How long an agent keeps resending a fit while the evaluator actor restarts.
-EVALUATOR_RETRY_S = 300.0
-#: First and longest pause between those resends.
-EVALUATOR_RETRY_BASE_S = 0.5
-EVALUATOR_RETRY_MAX_S = 8.0
-
-
-def canonical_key(variables: Sequence[str], text: str) -> str:
-    """The canonical form of ``text`` (or the text itself when it does not parse)."""
-    from sr_dist.formula import FormulaError, parse_formula
-
-    try:
-        return parse_formula(text, list(variables)).canonical
-    except (FormulaError, RecursionError, ValueError):
-        return text
+#: Worker threads of an agent actor beyond one per hosted episode (model calls of remote
+#: providers run on the event loop's default executor, one thread per waiting call).
+SPARE_THREADS = 8
 
 
 @ray.remote
 class EvaluatorActor:
     """The shared evaluator (see the module docstring)."""
 
-    def __init__(self, dataset: Any, settings: EvaluatorSettings) -> None:
+    def __init__(self, dataset: Any, settings: EvaluatorSettings, replica: int = 0) -> None:
         from sr_dist.evaluator import Evaluator
         from sr_dist.search.service import BatchingEvaluator
 
@@ -91,11 +78,15 @@ class EvaluatorActor:
             return canonical_key(variables, text)
 
         self._service = BatchingEvaluator(self._evaluator, settings.max_batch,
-                                          settings.max_wait_s, key)
+                                          settings.max_wait_s, key, max_queue=settings.max_queue)
+        self._replica = int(replica)
         self._instance = f"{os.getpid()}-{secrets.token_hex(3)}"
-        self._restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        context = ray.get_runtime_context()
+        self._node = context.get_node_id()
+        self._restarted = bool(context.was_current_actor_reconstructed)
         if self._restarted:
-            log.warning("evaluator actor restarted (instance %s); resuming service", self._instance)
+            log.warning("evaluator replica %d restarted (instance %s); resuming service",
+                        self._replica, self._instance)
 
     async def fit_many(self, expressions: list[str], agent_id: int = 0) -> list[Any]:
         """One ``FitResult`` per expression, batched with the other agents' requests."""
@@ -119,6 +110,9 @@ class EvaluatorActor:
         merged = self._service.stats()
         merged["instance"] = self._instance
         merged["restarted"] = self._restarted
+        merged["replica"] = self._replica
+        merged["node_id"] = self._node
+        merged["xla_flags"] = os.environ.get("XLA_FLAGS", "")
         return merged
 
     async def close(self) -> None:
@@ -162,55 +156,6 @@ class ResultWriter:
         }
 
 
-def retry_pause(attempt: int, base_s: float = EVALUATOR_RETRY_BASE_S,
-                max_s: float = EVALUATOR_RETRY_MAX_S) -> float:
-    """Seconds before resend number ``attempt`` (1-based) of a fit the evaluator lost."""
-    return float(min(max_s, base_s * 2.0 ** max(attempt - 1, 0)))
-
-
-class EvaluatorClient:
-    """What the formula tools call as their ``evaluator``: the actor behind a blocking
-    ``fit_many(list[str])``. Tools run in worker threads, so blocking there is fine; it waits on
-    the reference's future rather than ``ray.get``, which Ray flags inside async actors.
-
-    When the actor dies mid-call (``RayActorError``: it is restarting, or it is gone), the
-    call is resent with backoff for up to ``retry_s`` seconds; after that the error goes to
-    the tool, which reports a failed call to the agent. ``resends`` counts the resends.
-    """
-
-    def __init__(self, handle: Any, agent_id: int, timeout_s: float | None = None,
-                 retry_s: float = EVALUATOR_RETRY_S,
-                 sleep: Any = time.sleep, clock: Any = time.monotonic) -> None:
-        self._handle = handle
-        self._agent_id = int(agent_id)
-        self._timeout_s = timeout_s
-        self._retry_s = float(retry_s)
-        self._sleep = sleep
-        self._clock = clock
-        self.resends = 0
-
-    def fit_many(self, expressions: list[str]) -> list[Any]:
-        from ray.exceptions import RayActorError
-
-        start = self._clock()
-        attempt = 0
-        while True:
-            attempt += 1
-            ref = self._handle.fit_many.remote(list(expressions), self._agent_id)
-            try:
-                return list(ref.future().result(timeout=self._timeout_s))
-            except RayActorError as exc:
-                pause = retry_pause(attempt)
-                if self._clock() - start + pause > self._retry_s:
-                    raise
-                log.warning("agent %d: the evaluator was lost mid-fit (%s); resending %d "
-                            "formula(s) in %.1f s", self._agent_id,
-                            str(exc).strip().splitlines()[0] if str(exc).strip() else
-                            type(exc).__name__, len(expressions), pause)
-                self.resends += 1
-                self._sleep(pause)
-
-
 class WriterSink:
     """Sends row batches to the writer actor without waiting, but with at most
     ``max_in_flight`` unacknowledged batches (so a slow disk slows the agent, not memory)."""
@@ -246,34 +191,81 @@ class WriterSink:
                 log.exception("sending candidate rows to the result writer failed")
 
 
-@ray.remote
-class AgentActor:
-    """Runs one agent episode against the shared evaluator; ``stop()`` ends it early."""
+class _Hosted:
+    """One episode an agent actor hosts: its spec, stop flag, row sink and recorder."""
 
-    def __init__(self, spec: Any, dataset: Any, evaluator: Any, writer: Any) -> None:
+    __slots__ = ("spec", "cancel", "sink", "recorder", "client")
+
+    def __init__(self, spec: Any, writer: Any, pool: Any, max_in_flight: int) -> None:
         from sr_dist.search.recording import CandidateRecorder
 
-        self._spec = spec
-        self._dataset = dataset
-        self._cancel = threading.Event()
-        self._sink = WriterSink(writer)
-        self._recorder = CandidateRecorder(spec.run_id, spec.agent_id, spec.model_label,
-                                           spec.dataset_name, self._sink,
-                                           step_offset=spec.step_offset)
-        self._client = EvaluatorClient(evaluator, spec.agent_id)
+        self.spec = spec
+        self.cancel = threading.Event()
+        self.sink = WriterSink(writer)
+        self.recorder = CandidateRecorder(spec.run_id, spec.agent_id, spec.model_label,
+                                          spec.dataset_name, self.sink,
+                                          step_offset=spec.step_offset)
+        self.client = pool.client(spec.agent_id, max_in_flight)
 
-    async def run(self) -> Any:
-        """Run the episode to its end; returns an ``AgentOutcome`` (never raises for the
-        agent's own failures: those are in the outcome)."""
+
+@ray.remote
+class AgentActor:
+    """Hosts ``search.agents_per_actor`` agent episodes as concurrent asyncio tasks against the
+    evaluator pool: ``run(agent_id)`` runs one to its end, ``stop(agent_id)`` ends it early.
+
+    The episodes share the process (its imports, the dataset, one HTTP connection pool and one
+    :class:`~sr_dist.search.pool.EvaluatorPool`), which is what lets one process carry hundreds
+    of agents that wait on a remote model.
+    """
+
+    def __init__(self, specs: Sequence[Any], dataset: Any, evaluators: Sequence[Any],
+                 writer: Any, max_in_flight: int = 4) -> None:
+        from sr_dist.search.pool import EvaluatorPool
+
+        self._dataset = dataset
+        self._pool = EvaluatorPool(evaluators, dataset.feature_names)
+        self._hosted = {int(spec.agent_id): _Hosted(spec, writer, self._pool, max_in_flight)
+                        for spec in specs}
+        self._executor: Any = None
+
+    def _ensure_threads(self) -> None:
+        """One default-executor thread per hosted episode: a remote model's call blocks a
+        thread while it waits, and the default pool (``cpu_count() + 4``) would queue them."""
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=len(self._hosted) + SPARE_THREADS,
+                                                thread_name_prefix="sr-dist-agent")
+            asyncio.get_running_loop().set_default_executor(self._executor)
+
+    async def run(self, agent_id: int | None = None) -> Any:
+        """Run one hosted episode (the only one when ``agent_id`` is None) to its end; returns
+        an ``AgentOutcome`` (never raises for the agent's own failures: they are in it)."""
         from sr_dist.search.episode import run_episode
 
+        self._ensure_threads()
+        hosted = self._pick(agent_id)
         try:
-            outcome = await run_episode(self._spec, self._dataset, self._client, self._recorder,
-                                        self._cancel)
+            outcome = await run_episode(hosted.spec, self._dataset, hosted.client,
+                                        hosted.recorder, hosted.cancel)
         finally:
-            await asyncio.to_thread(self._sink.drain)
-        return outcome.with_lost_rows(self._sink.errors).with_rows_sent(self._recorder.recorded)
+            await asyncio.to_thread(hosted.sink.drain)
+        return outcome.with_lost_rows(hosted.sink.errors).with_rows_sent(hosted.recorder.recorded)
 
-    def stop(self) -> None:
-        """Ask the episode to end after the current step (sets its cancel event)."""
-        self._cancel.set()
+    def stop(self, agent_id: int | None = None) -> None:
+        """Ask an episode (every hosted one when ``agent_id`` is None) to end after its
+        current step."""
+        for key, hosted in self._hosted.items():
+            if agent_id is None or key == int(agent_id):
+                hosted.cancel.set()
+
+    def _pick(self, agent_id: int | None) -> _Hosted:
+        if agent_id is None:
+            if len(self._hosted) != 1:
+                raise ValueError(f"this actor hosts agents {sorted(self._hosted)}: name one")
+            return next(iter(self._hosted.values()))
+        try:
+            return self._hosted[int(agent_id)]
+        except KeyError:
+            raise ValueError(f"agent {agent_id} is not hosted here "
+                             f"(hosted: {sorted(self._hosted)})") from None

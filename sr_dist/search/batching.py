@@ -30,7 +30,9 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from sr_dist.search.latency import LatencyHistogram
 
 __all__ = ["Batch", "BatchingStats", "Completion", "MicroBatcher"]
 
@@ -86,6 +88,9 @@ class BatchingStats:
     max_queue_depth: int
     in_flight_requests: int
     batch_sizes: dict[int, int]
+    #: How long formulas waited in the queue before their batch was taken (a
+    #: :meth:`LatencyHistogram.summary`: count, p50_s, p95_s, p99_s, ...).
+    queue_wait: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def mean_batch_size(self) -> float:
@@ -144,6 +149,7 @@ class MicroBatcher(Generic[R]):
         self._sizes: Counter[int] = Counter()
         self._expected: frozenset[int] = frozenset()
         self._queued_by_agent: Counter[int] = Counter()
+        self._waits = LatencyHistogram()
 
     def expect(self, agent_ids: frozenset[int] | set[int] | Sequence[int]) -> None:
         """The agents that may still send requests (a batch is due once all have one queued)."""
@@ -152,7 +158,8 @@ class MicroBatcher(Generic[R]):
     # -- requests -----------------------------------------------------------------------------
 
     def submit(self, agent_id: int, expressions: Sequence[str], now: float) -> tuple[int, Completion[R] | None]:
-        """Queue a request; returns its ticket, and its completion at once if it is empty."""
+        """Queue a request that arrived at ``now``; returns its ticket, and its completion at
+        once if it is empty. Queue waits are measured from ``now``."""
         ticket = self._next_ticket
         self._next_ticket += 1
         self._requests += 1
@@ -221,6 +228,7 @@ class MicroBatcher(Generic[R]):
             else:
                 self._duplicates += 1
             self._forget(self._queue.popleft())
+            self._waits.record(now - item.enqueued_at)
             slots.append((item.ticket, item.position, slot))
             agents.add(item.agent_id)
             owners = keys_by_agent.setdefault(self._key(item.expression), set())
@@ -274,4 +282,5 @@ class MicroBatcher(Generic[R]):
             max_queue_depth=self._max_depth,
             in_flight_requests=len(self._pending),
             batch_sizes=dict(sorted(self._sizes.items())),
+            queue_wait=self._waits.summary(),
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import threading
 import time
@@ -17,15 +18,22 @@ from typing import Any, TextIO
 
 import ray
 from ray.exceptions import GetTimeoutError, RayError
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import (
+    NodeAffinitySchedulingStrategy,
+    PlacementGroupSchedulingStrategy,
+)
 
 from sr_dist.search.actors import AgentActor, EvaluatorActor, ResultWriter
 from sr_dist.search.decisions import decide_stop, new_run_id
 from sr_dist.search.episode import AgentOutcome, AgentSpec, agent_seed
 from sr_dist.search.errors import SearchError
+from sr_dist.search.pool_plan import replica_bundle, resolve_replicas, xla_env
+from sr_dist.search.pool_stats import merge_replica_stats
 from sr_dist.search.progress import ProgressReporter, ProgressSnapshot, TallySnapshot
 from sr_dist.search.ray_setup import agent_actor_name, cpu_env, evaluator_actor_name
 from sr_dist.search.resume import ResumeState, session_seed
+from sr_dist.search.routing import route
 from sr_dist.search.settings import Settings
 
 __all__ = ["Driver", "Interrupts"]
@@ -40,8 +48,10 @@ STATS_EVERY_S = 2.0
 EVALUATOR_START_S = 900.0
 #: Longest wait for a call to the writer or the evaluator during shutdown.
 SHUTDOWN_CALL_S = 60.0
-#: Ray's own resends of an evaluator call that was in flight when the actor died (the agents'
-#: ``EvaluatorClient`` resends on top of this, with backoff).
+#: Ray's own resends of an evaluator call that was in flight when a lone evaluator died (the
+#: agents' ``EvaluatorPool`` resends on top of this, with backoff). With several replicas Ray
+#: does not resend: the pool reroutes the call to a live replica at once instead of waiting
+#: for the dead one to restart.
 EVALUATOR_TASK_RETRIES = 2
 
 
@@ -87,8 +97,11 @@ class Driver:
         self.started = time.monotonic()
         self.search_started: float | None = None
         self.search_ended: float | None = None
-        self.evaluator: Any = None
+        #: The evaluator replicas (index = replica number).
+        self.evaluators: list[Any] = []
+        self.placement: Any = None
         self.writer: Any = None
+        #: Agent id -> the actor hosting it (several ids share one with agents_per_actor > 1).
         self.agents: dict[int, Any] = {}
         self.pending: dict[Any, int] = {}
         self.outcomes: dict[int, AgentOutcome] = {}
@@ -98,7 +111,16 @@ class Driver:
         self.writer_stats: dict[str, Any] = {}
         self.fits_per_s = 0.0
         self._last_stats: tuple[float, int] | None = None
-        self.evaluator_instances: list[str] = []
+        self._last_replica_fits: dict[int, tuple[float, int]] = {}
+        self.replica_stats: dict[int, dict[str, Any]] = {}
+        #: Instance tokens seen per replica (a new token is a restart).
+        self.evaluator_instances: dict[int, list[str]] = {}
+        self._variables: tuple[str, ...] = ()
+
+    @property
+    def evaluator(self) -> Any:
+        """Replica 0 (the only one unless ``evaluator.replicas`` > 1)."""
+        return self.evaluators[0] if self.evaluators else None
 
     def say(self, text: str) -> None:
         self.stream.write(text + "\n")
@@ -108,48 +130,88 @@ class Driver:
 
     def start_actors(self, dataset: Any, model_label: str) -> None:
         s = self.settings
+        self._variables = tuple(dataset.feature_names)
         dataset_ref = ray.put(dataset)
         here = ray.get_runtime_context().get_node_id()
         self.writer = ResultWriter.options(  # type: ignore[attr-defined]
             num_cpus=0, runtime_env=cpu_env(), name=None,
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
         ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s)
-        ev_options: dict[str, Any] = {
-            "num_cpus": 0, "max_concurrency": 10_000, "name": evaluator_actor_name(self.run_id),
-            "max_restarts": s.evaluator.max_restarts,
-            "max_task_retries": EVALUATOR_TASK_RETRIES if s.evaluator.max_restarts else 0,
-        }
-        if s.evaluator.device == "gpu":
-            ev_options["num_gpus"] = s.evaluator.num_gpus
-        else:
-            ev_options["runtime_env"] = cpu_env()
-        evaluator_cls: Any = EvaluatorActor
-        self.evaluator = evaluator_cls.options(**ev_options).remote(dataset_ref, s.evaluator)
+        self._start_pool(dataset_ref)
         self._start_evaluator()
         self._prefit()
-        ray.get(self.evaluator.expect.remote(list(range(s.search.agents))))
-        for agent_id in range(s.search.agents):
-            offset = self.resume.step_offset(agent_id) if self.resume else 0
-            spec = AgentSpec(
-                run_id=self.run_id, agent_id=agent_id,
-                seed=session_seed(agent_seed(s.search.seed, agent_id), offset),
-                model=dict(s.model),
-                model_label=model_label, dataset_name=dataset.name,
-                max_turns=s.search.max_turns, max_tool_calls=s.search.max_tool_calls,
-                failure_budget=s.search.failure_budget, target_nmse=s.search.target_nmse,
-                deadline_s=s.search.max_seconds, servers=s.servers,
-                step_offset=offset,
-                prior=self.resume.prior_of(agent_id) if self.resume else (),
-                tools=s.search.tools,
-            )
+        self._expect(list(range(s.search.agents)))
+        per_actor = s.search.agents_per_actor
+        for first in range(0, s.search.agents, per_actor):
+            ids = list(range(first, min(first + per_actor, s.search.agents)))
+            specs = [self._spec(agent_id, dataset, model_label) for agent_id in ids]
             actor = AgentActor.options(  # type: ignore[attr-defined]
-                name=agent_actor_name(self.run_id, agent_id),
-                num_cpus=0, max_concurrency=16, runtime_env=cpu_env(),
+                name=agent_actor_name(self.run_id, first),
+                num_cpus=0, max_concurrency=len(ids) + 16, runtime_env=cpu_env(),
                 scheduling_strategy="SPREAD",
-            ).remote(spec, dataset_ref, self.evaluator, self.writer)
-            self.agents[agent_id] = actor
-            self.pending[actor.run.remote()] = agent_id
+            ).remote(specs, dataset_ref, self.evaluators, self.writer, s.evaluator.max_in_flight)
+            for agent_id in ids:
+                self.agents[agent_id] = actor
+                self.pending[actor.run.remote(agent_id)] = agent_id
         self.search_started = time.monotonic()
+
+    def _spec(self, agent_id: int, dataset: Any, model_label: str) -> AgentSpec:
+        s = self.settings
+        offset = self.resume.step_offset(agent_id) if self.resume else 0
+        return AgentSpec(
+            run_id=self.run_id, agent_id=agent_id,
+            seed=session_seed(agent_seed(s.search.seed, agent_id), offset),
+            model=dict(s.model),
+            model_label=model_label, dataset_name=dataset.name,
+            max_turns=s.search.max_turns, max_tool_calls=s.search.max_tool_calls,
+            failure_budget=s.search.failure_budget, target_nmse=s.search.target_nmse,
+            deadline_s=s.search.max_seconds, servers=s.servers,
+            step_offset=offset,
+            prior=self.resume.prior_of(agent_id) if self.resume else (),
+            tools=s.search.tools,
+        )
+
+    def _start_pool(self, dataset_ref: Any) -> None:
+        """The evaluator replicas, one placement-group bundle each, spread across nodes."""
+        s = self.settings.evaluator
+        resources = ray.cluster_resources()
+        count = resolve_replicas(s.replicas, s.device, resources, num_gpus=s.num_gpus,
+                                 cpus_per_replica=s.cpus_per_replica)
+        bundle = replica_bundle(s.device, num_gpus=s.num_gpus, cpus_per_replica=s.cpus_per_replica)
+        need = {k: v * count for k, v in bundle.items()}
+        short = {k: v for k, v in need.items() if float(resources.get(k, 0.0)) < v}
+        if short and self.settings.ray.starts_cluster:
+            what, amount = next(iter(short.items()))
+            raise SearchError(
+                f"evaluator.replicas={count} needs {amount:g} {what} in all (per replica: "
+                f"{bundle}) and this machine's cluster has {float(resources.get(what, 0)):g}: "
+                "lower evaluator.replicas (or evaluator.cpus_per_replica), or raise ray.num_cpus")
+        if short:
+            self.say(f"sr-dist: the cluster has {dict(resources)} and {count} evaluator "
+                     f"replica(s) need {need}; waiting up to {EVALUATOR_START_S:.0f} s for nodes")
+        self.placement = placement_group([dict(bundle) for _ in range(count)], strategy="SPREAD",
+                                         name=f"sr-dist:{self.run_id}:evaluators")
+        retries = EVALUATOR_TASK_RETRIES if s.max_restarts and count == 1 else 0
+        for replica in range(count):
+            options: dict[str, Any] = {
+                "num_cpus": bundle.get("CPU", 0), "max_concurrency": 10_000,
+                "name": evaluator_actor_name(self.run_id, replica),
+                "max_restarts": s.max_restarts, "max_task_retries": retries,
+                "scheduling_strategy": PlacementGroupSchedulingStrategy(
+                    self.placement, placement_group_bundle_index=replica),
+            }
+            if s.device == "gpu":
+                options["num_gpus"] = s.num_gpus
+            else:
+                options["runtime_env"] = {"env_vars": {"JAX_PLATFORMS": "cpu",
+                                                       **xla_env(s.cpus_per_replica,
+                                                               os.environ.get("XLA_FLAGS", ""))}}
+            evaluator_cls: Any = EvaluatorActor
+            self.evaluators.append(evaluator_cls.options(**options).remote(dataset_ref, s, replica))
+
+    def _expect(self, agent_ids: list[int]) -> None:
+        for handle in self.evaluators:
+            handle.expect.remote(agent_ids)
 
     def _prefit(self) -> None:
         """A resumed run: fit the old run's best structures first, so re-proposals are hits."""
@@ -158,9 +220,14 @@ class Driver:
         self.say(f"sr-dist: resuming run {self.run_id} ({self.resume.candidates_before:,} earlier "
                  f"candidates); warming the evaluator with {len(self.resume.warm):,} of its "
                  "best formulas ...")
-        done = ray.get(self.evaluator.prefit.remote(list(self.resume.warm)),
-                       timeout=EVALUATOR_START_S)
-        self.say(f"sr-dist: evaluator warmed in {done['seconds']:.1f} s")
+        from sr_dist.search.pool import EvaluatorPool
+
+        warm = list(self.resume.warm)
+        keys = EvaluatorPool(self.evaluators, self._variables).keys(warm)
+        calls = [self.evaluators[r].prefit.remote([warm[i] for i in positions])
+                 for r, positions in route(keys, len(self.evaluators)).items()]
+        done = ray.get(calls, timeout=EVALUATOR_START_S)
+        self.say(f"sr-dist: evaluator warmed in {max(d['seconds'] for d in done):.1f} s")
 
     def _start_evaluator(self) -> None:
         """Wait for the evaluator actor (and its warm-up); a clear error if it cannot start."""
@@ -170,11 +237,12 @@ class Driver:
             if gpus < s.num_gpus:
                 self.say(f"sr-dist: the cluster has {gpus:g} GPU(s) and the evaluator needs "
                          f"{s.num_gpus:g}; waiting up to {EVALUATOR_START_S:.0f} s for a GPU node")
-        call = self.evaluator.warmup.remote() if s.warmup else self.evaluator.stats.remote()
+        calls = [h.warmup.remote() if s.warmup else h.stats.remote() for h in self.evaluators]
         if s.warmup:
-            self.say("sr-dist: warming up the evaluator (compiling; cached across runs) ...")
+            replicas = f"{len(calls)} evaluator replicas" if len(calls) > 1 else "the evaluator"
+            self.say(f"sr-dist: warming up {replicas} (compiling; cached across runs) ...")
         try:
-            result = ray.get(call, timeout=EVALUATOR_START_S)
+            results = ray.get(calls, timeout=EVALUATOR_START_S)
         except GetTimeoutError:
             raise SearchError(
                 f"the evaluator actor did not start within {EVALUATOR_START_S:.0f} s "
@@ -185,8 +253,9 @@ class Driver:
             raise SearchError("the evaluator actor could not start: "
                               + (cause[-1] if cause else type(exc).__name__)) from exc
         if s.warmup:
-            self.say(f"sr-dist: evaluator ready in {result['seconds']:.1f} s "
-                     f"({result['compiles']} compiles, {result['compile_s']:.1f} s compiling)")
+            slowest = max(results, key=lambda r: float(r["seconds"]))
+            self.say(f"sr-dist: evaluator ready in {slowest['seconds']:.1f} s "
+                     f"({slowest['compiles']} compiles, {slowest['compile_s']:.1f} s compiling)")
 
     # -- poll ---------------------------------------------------------------------------------
 
@@ -195,10 +264,9 @@ class Driver:
             time.sleep(timeout)
             return
         ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=timeout)
-        if ready and self.evaluator is not None:
-            running = sorted(i for i in self.pending.values())
+        if ready and self.evaluators:
             finished = {self.pending[ref] for ref in ready}
-            self.evaluator.expect.remote([i for i in running if i not in finished])
+            self._expect(sorted(i for i in self.pending.values() if i not in finished))
         for ref in ready:
             agent_id = self.pending.pop(ref)
             try:
@@ -209,32 +277,50 @@ class Driver:
                 log.warning("agent %d was lost: %s", agent_id, str(exc).splitlines()[0])
 
     def note_evaluator(self, stats: Mapping[str, Any]) -> None:
-        """Count evaluator restarts by its instance token; tell a new instance who is running
+        """Count a replica's restarts by its instance token; tell a new instance who is running
         (a restarted actor has lost that)."""
         instance = stats.get("instance")
-        if not instance or instance in self.evaluator_instances:
+        replica = int(stats.get("replica", 0))
+        seen = self.evaluator_instances.setdefault(replica, [])
+        if not instance or instance in seen:
             return
-        self.evaluator_instances.append(str(instance))
-        if len(self.evaluator_instances) > 1:
-            self.say(f"sr-dist: the evaluator actor was restarted (restart "
-                     f"{len(self.evaluator_instances) - 1}); in-flight fits are being resent")
-            self.evaluator.expect.remote(sorted(self.pending.values()))
+        seen.append(str(instance))
+        if len(seen) > 1:
+            which = f"evaluator replica {replica}" if len(self.evaluators) > 1 else "the evaluator actor"
+            self.say(f"sr-dist: {which} was restarted (restart {len(seen) - 1}); in-flight fits "
+                     "are being resent")
+            self.evaluators[replica].expect.remote(sorted(self.pending.values()))
 
     @property
     def evaluator_restarts(self) -> int:
-        return max(0, len(self.evaluator_instances) - 1)
+        return sum(max(0, len(seen) - 1) for seen in self.evaluator_instances.values())
+
+    def poll_replicas(self, timeout_s: float) -> None:
+        """Ask every replica for its stats; a replica that does not answer (restarting) keeps
+        its last figures."""
+        refs = {handle.stats.remote(): i for i, handle in enumerate(self.evaluators)}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+        for ref in ready:
+            try:
+                stats = ray.get(ref)
+            except RayError as exc:
+                log.warning("evaluator replica %d stats unavailable: %s", refs[ref],
+                            str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                continue
+            self.note_evaluator(stats)
+            self.replica_stats[refs[ref]] = stats
+        if len(ready) < len(refs):
+            log.warning("%d evaluator replica(s) did not answer within %.0f s (restarting?)",
+                        len(refs) - len(ready), timeout_s)
 
     def refresh(self, now: float, with_stats: bool) -> None:
         self.tally = ray.get(self.writer.progress.remote(), timeout=SHUTDOWN_CALL_S)
-        if with_stats:
-            try:
-                stats = ray.get(self.evaluator.stats.remote(), timeout=SHUTDOWN_CALL_S)
-            except (RayError, GetTimeoutError) as exc:  # restarting: keep the last figures
-                log.warning("evaluator stats unavailable: %s", str(exc).splitlines()[0]
-                            if str(exc) else type(exc).__name__)
+        if with_stats and self.evaluators:
+            self.poll_replicas(SHUTDOWN_CALL_S)
+            if not self.replica_stats:
                 return
-            self.note_evaluator(stats)
-            self.eval_stats = stats
+            self.eval_stats = merge_replica_stats(
+                [self.replica_stats[i] for i in sorted(self.replica_stats)])
             fits = int(self.eval_stats.get("search_fits", 0))
             if self._last_stats is not None and now > self._last_stats[0]:
                 self.fits_per_s = (fits - self._last_stats[1]) / (now - self._last_stats[0])
@@ -252,6 +338,8 @@ class Driver:
             agents_running=len(self.pending),
             agents_total=len(self.agents),
             queue_depth=int(self.eval_stats.get("queue_depth", 0)),
+            queue_p99_s=dict(self.eval_stats.get("queue_wait", {})).get("p99_s"),
+            replicas=max(1, len(self.evaluators)),
         )
 
     def search(self, reporter: ProgressReporter) -> str:
@@ -283,7 +371,7 @@ class Driver:
         for agent_id, actor in self.agents.items():
             if agent_id not in self.outcomes:
                 with contextlib.suppress(Exception):
-                    actor.stop.remote()
+                    actor.stop.remote(agent_id)
         deadline = time.monotonic() + self.settings.search.stop_grace_s
         while self.pending and time.monotonic() < deadline:
             self.collect(min(POLL_S, max(0.0, deadline - time.monotonic())))
@@ -307,16 +395,23 @@ class Driver:
         return None
 
     def final_stats(self) -> None:
-        if self.evaluator is None:
+        if not self.evaluators:
             return
         with contextlib.suppress(Exception):
-            stats = ray.get(self.evaluator.stats.remote(), timeout=SHUTDOWN_CALL_S)
-            self.note_evaluator(stats)
-            self.eval_stats = stats
+            self.poll_replicas(SHUTDOWN_CALL_S)
+        searched = ((self.search_ended or time.monotonic()) - self.search_started
+                    if self.search_started is not None else 0.0)
+        if self.replica_stats:
+            self.eval_stats = merge_replica_stats(
+                [self.replica_stats[i] for i in sorted(self.replica_stats)], search_s=searched)
         self.eval_stats = {**self.eval_stats, "restarts": self.evaluator_restarts}
 
     def kill_actors(self) -> None:
-        for actor in [*self.agents.values(), self.evaluator, self.writer]:
+        hosts = {id(actor): actor for actor in self.agents.values()}
+        for actor in [*hosts.values(), *self.evaluators, self.writer]:
             if actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(actor)
+        if self.placement is not None:
+            with contextlib.suppress(Exception):
+                remove_placement_group(self.placement)

@@ -90,6 +90,9 @@ class ProgressSnapshot:
     agents_running: int
     agents_total: int
     queue_depth: int = 0
+    #: The evaluator pool's queue wait, 99th percentile so far (``None``: nothing queued yet).
+    queue_p99_s: float | None = None
+    replicas: int = 1
 
 
 def format_duration(seconds: float) -> str:
@@ -106,7 +109,9 @@ def _short(text: str | None, width: int) -> str:
 
 
 def format_progress(snap: ProgressSnapshot, width: int = 60) -> str:
-    """``[00:42] 1,234 candidates | 85.2 fits/s | best val NMSE 3.1e-04 x*y | agents 2/2``."""
+    """``[00:42] 1,234 candidates | 85.2 fits/s | best val NMSE 3.1e-04 x*y | agents 2/2``,
+    then the evaluator queue (``queue 12 p99 40 ms``) once something has been queued, with
+    the replica count when there are several."""
     best = "-" if snap.best_val_nmse is None else f"{snap.best_val_nmse:.3g}"
     parts = [
         f"[{format_duration(snap.elapsed_s)}] {snap.candidates:,} candidates",
@@ -114,6 +119,9 @@ def format_progress(snap: ProgressSnapshot, width: int = 60) -> str:
         f"best val NMSE {best} {_short(snap.best_expression, width)}",
         f"agents {snap.agents_running}/{snap.agents_total}",
     ]
+    if snap.queue_p99_s is not None:
+        pool = f" on {snap.replicas} replicas" if snap.replicas > 1 else ""
+        parts.append(f"queue {snap.queue_depth:,} p99 {snap.queue_p99_s * 1000:.0f} ms{pool}")
     return " | ".join(parts)
 
 

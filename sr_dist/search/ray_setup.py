@@ -63,13 +63,15 @@ def init_ray(settings: Settings) -> bool:
 
 
 def agent_actor_name(run_id: str, agent_id: int) -> str:
-    """The Ray name of an agent actor (``ray list actors`` shows it; tests look it up)."""
+    """The Ray name of an agent actor (``ray list actors`` shows it; tests look it up). An actor
+    hosting several agents (``search.agents_per_actor``) is named after the first of them."""
     return f"sr-dist:{run_id}:agent-{agent_id}"
 
 
-def evaluator_actor_name(run_id: str) -> str:
-    """The Ray name of a run's evaluator actor (fault-injection tests look it up)."""
-    return f"sr-dist:{run_id}:evaluator"
+def evaluator_actor_name(run_id: str, replica: int = 0) -> str:
+    """The Ray name of a run's evaluator replica (fault-injection tests look it up): replica 0
+    keeps the name the lone evaluator always had, ``sr-dist:<run_id>:evaluator``."""
+    return f"sr-dist:{run_id}:evaluator" + (f"-{replica}" if replica else "")
 
 
 def cpu_env() -> dict[str, Any]:

@@ -70,6 +70,31 @@ def parsimony_lines(front: list[dict[str, Any]], best: Candidate | None) -> list
     return lines
 
 
+def _ms(seconds: Any) -> str:
+    return "-" if seconds is None else f"{float(seconds) * 1000:.0f} ms"
+
+
+def pool_lines(ev: Mapping[str, Any]) -> list[str]:
+    """The evaluator queue's waits and, for a pool, one line per replica."""
+    lines = []
+    wait = dict(ev.get("queue_wait", {}))
+    if wait.get("count"):
+        held = dict(ev.get("held_back", {}))
+        extra = (f"; {held['requests']:,} requests waited for room"
+                 if held.get("requests") else "")
+        lines.append(f"evaluator queue wait: p50 {_ms(wait.get('p50_s'))}, p95 "
+                     f"{_ms(wait.get('p95_s'))}, p99 {_ms(wait.get('p99_s'))}{extra}")
+    replicas = list(ev.get("per_replica", []))
+    if len(replicas) > 1:
+        for r in replicas:
+            rate = f", {r['fits_per_s']:.1f} fits/s" if "fits_per_s" in r else ""
+            node = str(r.get("node_id") or "?")[:8]
+            lines.append(f"  replica {r['replica']} (node {node}): {r['search_fits']:,} fits"
+                         f"{rate}, {r['cache_hits']:,} cache hits, {r['batches']:,} batches, "
+                         f"queue p99 {_ms(dict(r.get('queue_wait', {})).get('p99_s'))}")
+    return lines
+
+
 def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any) -> None:
     """The end-of-run report: tallies, agents, the Pareto front, the best formula, the query."""
     lines = ["", f"sr-dist: run {summary.run_id} {summary.status} ({summary.stop_reason}) after "
@@ -90,6 +115,7 @@ def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any) -> None
             f"{batching.get('batches', 0):,} batches (mean {batching.get('mean_batch_size', 0.0):.1f} "
             f"formulas, {batching.get('mixed_agent_batches', 0):,} mixing agents)"
         )
+        lines += pool_lines(ev)
     for outcome in summary.agents:
         best = "" if outcome.best_val_nmse is None else f", best val NMSE {outcome.best_val_nmse:.3g}"
         extra = f": {outcome.error}" if outcome.error else ""

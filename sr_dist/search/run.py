@@ -37,6 +37,7 @@ from sr_dist.results import RunRecord, pareto_front, summarize_run, utc_now, wri
 from sr_dist.search.decisions import decide_stop, final_status, is_failure_reason, new_run_id
 from sr_dist.search.episode import AgentOutcome
 from sr_dist.search.errors import SearchError
+from sr_dist.search.pool_stats import stats_for_record
 from sr_dist.search.progress import ProgressReporter
 from sr_dist.search.ray_setup import agent_actor_name, evaluator_actor_name, init_ray
 from sr_dist.search.report import best_candidate, print_report
@@ -249,7 +250,8 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
                 count, best_row = summarize_run(path, run.run_id)
                 status = final_status(stop_reason, signal_number=interrupts.signal, error=error)
                 final = record.with_best(best_row, count).finished(
-                    status, stop_reason, error=error or writer_error)
+                    status, stop_reason, error=error or writer_error).with_evaluator_stats(
+                        stats_for_record(run.eval_stats))
                 write_run(path, final)
             finally:
                 if started_cluster:

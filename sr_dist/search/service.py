@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from sr_dist.formula import Node, free_constant_prefix, render
 from sr_dist.search.batching import Batch, MicroBatcher
+from sr_dist.search.latency import LatencyHistogram
 
 __all__ = [
     "BatchingEvaluator",
@@ -85,6 +86,7 @@ class BatchingEvaluator:
         max_batch, max_wait_s: the batching policy (``max_batch=1`` turns batching off).
         key: canonical key of an expression, for the cross-agent duplicate count.
         clock: monotonic seconds.
+        max_queue: the most formulas queued before new requests wait (``None``: no bound).
     """
 
     def __init__(
@@ -94,10 +96,18 @@ class BatchingEvaluator:
         max_wait_s: float,
         key: Callable[[str], str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_queue: int | None = None,
     ) -> None:
+        if max_queue is not None and max_queue < 1:
+            raise ValueError(f"max_queue must be at least 1, got {max_queue!r}")
         self._evaluator = evaluator
         self._batcher: MicroBatcher[Any] = MicroBatcher(max_batch, max_wait_s, key)
         self._clock = clock
+        self._max_queue = max_queue
+        self._space: asyncio.Condition | None = None
+        self._held_back = 0
+        self._hold = LatencyHistogram()
+        self._latency = LatencyHistogram()
         self._futures: dict[int, asyncio.Future[tuple[Any, ...]]] = {}
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -110,9 +120,17 @@ class BatchingEvaluator:
     # -- requests -----------------------------------------------------------------------------
 
     async def fit_many(self, expressions: Sequence[str], agent_id: int = 0) -> list[Any]:
-        """Fit ``expressions`` (batched with other callers'); one result per expression."""
+        """Fit ``expressions`` (batched with other callers'); one result per expression.
+
+        With ``max_queue`` set, a request that would overfill the queue waits until batches
+        have made room (a request is never split or refused: one larger than ``max_queue``
+        goes in alone once the queue is empty). Its queue wait counts from its arrival.
+        """
         self._ensure_running()
-        ticket, done = self._batcher.submit(agent_id, list(expressions), self._clock())
+        arrived = self._clock()
+        texts = list(expressions)
+        await self._wait_for_room(len(texts), arrived)
+        ticket, done = self._batcher.submit(agent_id, texts, arrived)
         if done is not None:
             return list(done.results)
         future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
@@ -120,11 +138,33 @@ class BatchingEvaluator:
         assert self._wake is not None
         self._wake.set()
         try:
-            return list(await future)
+            results = list(await future)
         except asyncio.CancelledError:
             self._batcher.cancel(ticket)
             self._futures.pop(ticket, None)
+            await self._made_room()
             raise
+        self._latency.record(self._clock() - arrived)
+        return results
+
+    def _full(self, size: int) -> bool:
+        depth = self._batcher.queue_depth
+        return self._max_queue is not None and depth > 0 and depth + size > self._max_queue
+
+    async def _wait_for_room(self, size: int, arrived: float) -> None:
+        if not self._full(size):
+            return
+        if self._space is None:
+            self._space = asyncio.Condition()
+        self._held_back += 1
+        async with self._space:
+            await self._space.wait_for(lambda: not self._full(size))
+        self._hold.record(self._clock() - arrived)
+
+    async def _made_room(self) -> None:
+        if self._space is not None:
+            async with self._space:
+                self._space.notify_all()
 
     def expect(self, agent_ids: Sequence[int]) -> None:
         """The agents still running: a batch goes as soon as each has a request queued."""
@@ -176,6 +216,9 @@ class BatchingEvaluator:
         merged["queue_depth"] = batching.queue_depth
         merged["busy_s"] = round(self._busy_s, 4)
         merged["failed_batches"] = self._failed_batches
+        merged["queue_wait"] = batching.queue_wait
+        merged["latency"] = self._latency.summary()
+        merged["held_back"] = {"requests": self._held_back, "wait": self._hold.summary()}
         merged["warmup"] = dict(self._warmup)
         merged["prefit"] = dict(self._prefit)
         merged["search_fits"] = (int(merged.get("fits", 0)) - int(self._warmup.get("fits", 0))
@@ -218,6 +261,7 @@ class BatchingEvaluator:
                 continue
             batch = self._batcher.take(self._clock(), idle_since=self._idle_since)
             if batch is not None:
+                await self._made_room()
                 await self._run(batch)
 
     async def _run(self, batch: Batch) -> None:

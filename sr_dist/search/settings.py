@@ -65,6 +65,14 @@ class EvaluatorSettings:
     options: Mapping[str, Any]
     #: How often Ray restarts a dead evaluator actor (its in-flight fits are resent).
     max_restarts: int = 3
+    #: Evaluator actors in the pool (``auto``: worked out from the cluster when the run starts).
+    replicas: int | str = 1
+    #: CPU cores per replica (reserved, and the size of its XLA CPU thread pool) on ``cpu``.
+    cpus_per_replica: int = 1
+    #: Formulas queued per replica before new requests wait.
+    max_queue: int = 4096
+    #: ``fit_many`` requests one agent may have in flight at once.
+    max_in_flight: int = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +139,10 @@ def _evaluator(section: Mapping[str, Any], base: Path) -> EvaluatorSettings:
         compilation_cache_dir=None if cache is None else str(_resolve_path(cache, base)),
         num_gpus=evaluator.num_gpus if evaluator.device == "gpu" else 0.0,
         max_restarts=evaluator.max_restarts,
+        replicas=evaluator.replicas,
+        cpus_per_replica=evaluator.cpus_per_replica,
+        max_queue=evaluator.max_queue,
+        max_in_flight=evaluator.max_in_flight,
         options=evaluator.evaluator_options(),
     )
 

@@ -6,6 +6,7 @@ on disk: each candidate is written exactly once."""
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,8 @@ pytestmark = [
 ]
 
 PROBLEM = "dataset.source=feynman:I.6.2"
+#: Every fault is injected into a run with one evaluator and into one with a pool of two.
+REPLICAS = pytest.mark.parametrize("replicas", [1, 2], ids=["1-replica", "2-replicas"])
 
 
 def _cfg(results: Path, *overrides: str) -> Any:
@@ -95,38 +98,47 @@ def _rows_on_disk(results: Path, run_id: str, agent_id: int | None = None) -> in
     return per_agent.get(agent_id, 0) if agent_id is not None else sum(per_agent.values())
 
 
+@REPLICAS
 def test_a_killed_evaluator_restarts_and_no_candidate_is_lost_or_doubled(
-        ray_cluster: None, tmp_path: Path) -> None:
+        ray_cluster: None, tmp_path: Path, replicas: int) -> None:
     import ray
 
-    run_id = "fault-evaluator"
+    run_id = f"fault-evaluator-{replicas}"
     run = _Background(_cfg(tmp_path, "search.agents=2", "search.max_candidates=400",
                            "search.max_seconds=240", "search.target_nmse=null",
-                           "results.flush_s=0.5"), run_id)
+                           "results.flush_s=0.5", f"evaluator.replicas={replicas}"), run_id)
     _wait_for("the agents", lambda: _actor(agent_actor_name(run_id, 1)))
     _wait_for("the first rows", lambda: _rows_on_disk(tmp_path, run_id) > 0)
-    evaluator = _actor(evaluator_actor_name(run_id))
+    victim = replicas - 1  # with a pool, its keys go to replica 0 while it restarts
+    evaluator = _actor(evaluator_actor_name(run_id, victim))
     assert evaluator is not None
     ray.kill(evaluator, no_restart=False)  # dies with fits in flight; Ray restarts it
     summary = run.summary()
 
     assert summary.status == "completed" and summary.stop_reason == "max_candidates", summary
     assert summary.evaluator["restarts"] >= 1
+    assert summary.evaluator["replicas"] == replicas
     assert summary.lost_agents == ()
     rows, distinct, _ = _counts(tmp_path, run_id)
     assert rows == distinct == summary.candidates == summary.rows_sent
     assert summary.writer["duplicates"] == 0 and summary.writer["rows_written"] == rows
     assert "evaluator restarts: " in run.out.getvalue()
+    record = read_run(tmp_path, run_id)  # the pool's stats are in the runs row, as JSON
+    assert record is not None and record.evaluator_stats is not None
+    stored = json.loads(record.evaluator_stats)
+    assert stored["replicas"] == replicas and len(stored["per_replica"]) == replicas
+    assert stored["restarts"] >= 1 and stored["search_fits"] == summary.evaluator["search_fits"]
 
 
+@REPLICAS
 def test_a_killed_agent_keeps_its_rows_and_the_others_go_on(ray_cluster: None,
-                                                            tmp_path: Path) -> None:
+                                                            tmp_path: Path, replicas: int) -> None:
     import ray
 
-    run_id = "fault-agent"
+    run_id = f"fault-agent-{replicas}"
     run = _Background(_cfg(tmp_path, "search.agents=2", "search.max_seconds=15",
                            "search.max_candidates=100000", "search.target_nmse=null",
-                           "results.flush_s=0.5"), run_id)
+                           "results.flush_s=0.5", f"evaluator.replicas={replicas}"), run_id)
     victim = _wait_for("agent 1", lambda: _actor(agent_actor_name(run_id, 1)))
     _wait_for("agent 1's first rows", lambda: _rows_on_disk(tmp_path, run_id, 1) > 0)
     ray.kill(victim)
@@ -142,10 +154,13 @@ def test_a_killed_agent_keeps_its_rows_and_the_others_go_on(ray_cluster: None,
     assert summary.writer["duplicates"] == 0
 
 
-def test_an_interrupted_run_resumes_under_its_id(ray_cluster: None, tmp_path: Path) -> None:
-    run_id = "fault-resume"
+@REPLICAS
+def test_an_interrupted_run_resumes_under_its_id(ray_cluster: None, tmp_path: Path,
+                                                 replicas: int) -> None:
+    run_id = f"fault-resume-{replicas}"
+    pool = f"evaluator.replicas={replicas}"
     first = run_search(_cfg(tmp_path, "search.agents=2", "search.max_candidates=150",
-                            "search.max_seconds=240", "search.target_nmse=null"),
+                            "search.max_seconds=240", "search.target_nmse=null", pool),
                        stream=io.StringIO(), handle_signals=False, run_id=run_id)
     before, distinct_before, _ = _counts(tmp_path, run_id)
     assert before == distinct_before == first.candidates == first.rows_sent
@@ -160,7 +175,7 @@ def test_an_interrupted_run_resumes_under_its_id(ray_cluster: None, tmp_path: Pa
     out = io.StringIO()
     second = run_search(_cfg(tmp_path, "run.resume=" + run_id, "search.agents=2",
                              "search.max_candidates=150", "search.max_seconds=240",
-                             "search.target_nmse=null"),
+                             "search.target_nmse=null", pool),
                         stream=out, handle_signals=False)
 
     assert second.run_id == run_id and second.resumed and second.candidates_before == before
@@ -190,8 +205,10 @@ def test_a_resume_of_an_unknown_run_is_refused(tmp_path: Path) -> None:
                    handle_signals=False)
 
 
+@REPLICAS
 def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: None,
-                                                               tmp_path: Path) -> None:
+                                                               tmp_path: Path,
+                                                               replicas: int) -> None:
     from tests.support.chat_server import ScriptedChatServer
 
     # An empty script: every request is answered 500 (script_exhausted).
@@ -201,8 +218,9 @@ def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: Non
             _cfg(tmp_path, "search.agents=2", "model=openai", f"model.base_url={server.base_url}",
                  "model.model=scripted", "model.api_key_env=null", "model.max_retries=1",
                  "+model.retry_base_delay_s=0.01", "+model.retry_max_delay_s=0.01",
-                 "+model.circuit_failures=2", "search.max_seconds=120"),
-            stream=out, handle_signals=False, run_id="fault-model")
+                 "+model.circuit_failures=2", "search.max_seconds=120",
+                 f"evaluator.replicas={replicas}"),
+            stream=out, handle_signals=False, run_id=f"fault-model-{replicas}")
         requests = len(server.requests)
     assert summary.status == "failed" and summary.stop_reason == "agents_failed"
     assert summary.exit_code == 1
@@ -213,5 +231,5 @@ def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: Non
     # 2 agents x 2 failed calls x 2 attempts each, then the circuits were open.
     assert requests == 2 * 2 * 2
     assert "every agent lost its model" in out.getvalue()
-    record = read_run(tmp_path, "fault-model")
+    record = read_run(tmp_path, f"fault-model-{replicas}")
     assert record is not None and record.status == "failed" and record.candidates == 0

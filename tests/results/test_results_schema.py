@@ -43,6 +43,7 @@ RUN_COLUMNS = [
     ("best_expression", pa.string()), ("best_constants", pa.string()),
     ("best_complexity", pa.int32()), ("best_val_nmse", pa.float64()),
     ("best_test_nmse", pa.float64()), ("sr_dist_version", pa.string()),
+    ("evaluator_stats", pa.string()),
 ]
 
 
