@@ -25,12 +25,15 @@ carries on.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
 import random
 import re
 import resource
+import signal
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -481,6 +484,8 @@ class LoopbackChatServer:
         await writer.drain()
 
     async def _route(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
+        if path in ("/v1/stats", "/stats") and method == "GET":  # the counters, for a server in another process
+            return 200, self.stats()
         if path in ("/v1/models", "/models") and method == "GET":
             return 200, {"object": "list", "data": [{"id": "simulated", "object": "model", "owned_by": "sr-dist-bench"}]}
         if path not in ("/v1/chat/completions", "/chat/completions"):
@@ -553,3 +558,47 @@ class LoopbackChatServer:
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
         }
+
+
+# --------------------------------------------------------------------------- a server process
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve in the foreground (its own process, so it does not share the GIL with the agents or
+    the driver): print one JSON line with ``base_url``, serve until SIGINT/SIGTERM or stdin
+    closes, then print the final :meth:`LoopbackChatServer.stats` line. ``GET /v1/stats`` reads
+    the counters meanwhile."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--variables", required=True, help="the dataset's variable names, comma-separated")
+    parser.add_argument("--agents", type=int, required=True, help="agents the pool must serve")
+    parser.add_argument("--formulas-per-call", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--duplicate-share", type=float, default=0.2)
+    parser.add_argument("--popular", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.0, help="mean seconds before each reply")
+    parser.add_argument("--spread", type=float, default=0.0, help="uniform half-width (or gauss sd) of the latency")
+    parser.add_argument("--distribution", choices=("uniform", "gauss"), default="uniform")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    proposals = Proposals(args.formulas_per_call, args.turns, args.duplicate_share, args.seed, args.popular)
+    pool = formula_pool(args.variables.split(","), proposals.pool_size(args.agents), args.seed)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+
+    def until_stdin_closes() -> None:
+        sys.stdin.read()
+        done.set()
+
+    threading.Thread(target=until_stdin_closes, daemon=True).start()
+    with LoopbackChatServer(pool, proposals, Latency(args.latency, args.spread, args.distribution), seed=args.seed) as server:
+        print(json.dumps({"base_url": server.base_url, "pool": len(pool), "open_files_limit": server.open_files_limit}), flush=True)
+        done.wait()
+        stats = server.stats()
+    stats["turns"] = {str(k): v for k, v in stats["turns"].items()}
+    print(json.dumps(stats), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -176,3 +176,27 @@ def test_keep_alive_errors_and_clean_shutdown() -> None:
     assert server.stats()["connections_open"] == 0
     with pytest.raises(OSError):
         http.client.HTTPConnection("127.0.0.1", server.port, timeout=2).request("GET", "/v1/models")
+
+
+def test_the_server_runs_as_its_own_process() -> None:
+    import subprocess
+    import sys
+
+    command = [sys.executable, "bench/load_server.py", "--variables", "x,y", "--agents", "2", "--turns", "1",
+               "--formulas-per-call", "3", "--duplicate-share", "0"]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        started = json.loads(proc.stdout.readline())
+        assert started["pool"] == 64 + 2 * 3 and started["base_url"].endswith("/v1")
+        host, port = started["base_url"].removeprefix("http://").removesuffix("/v1").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        status, reply = _post(conn, "/v1/chat/completions", {"messages": [{"role": "user", "content": "go"}]})
+        arguments = json.loads(reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
+        assert status == 200 and len(arguments["expressions"]) == 3
+        conn.request("GET", "/v1/stats")
+        assert json.loads(conn.getresponse().read())["formulas_proposed"] == 3
+        conn.close()
+        proc.stdin.close()  # the end of stdin stops it
+        final = json.loads(proc.stdout.readline())
+        assert proc.wait(timeout=30) == 0
+    assert final["requests"] == 2 and final["turns"] == {"0": 1} and final["unique_formulas_proposed"] == 3
