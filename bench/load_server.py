@@ -13,6 +13,8 @@ the agent and turn in its tool-call id (``call_sim_<agent>_<turn>``), and the cl
 that id back in the next request's messages. The *last* marked assistant message wins, so
 compaction (which drops old turns but never the last one) does not lose the agent. Turn = the
 marked turn + 1. Only native tool calling (``tool_mode: native``, the default) is supported.
+A first request the client retries (it timed out) starts one more agent, so give the pool
+headroom when retries are likely; ``stats()["agents"]`` above the agents started shows it.
 
 How an agent ends: run the search with ``search.max_turns = Proposals.turns``, so the loop
 stops before asking again (stop reason ``max_turns``, no extra request, no extra row). A
@@ -21,6 +23,10 @@ marked, so the agent stays known) and is counted in ``overruns``; the loop ends 
 with ``no_tool_calls`` after ``max_prose_turns`` such replies. ``submit_formula`` was not
 chosen: it fits one more formula per agent, and if that formula does not fit the agent
 carries on.
+
+The server runs in a thread of the caller's process (``with LoopbackChatServer(...)``) or in
+its own process (``python bench/load_server.py --variables x1,x2 --agents 1000 ...``, which
+prints its ``base_url`` as JSON); ``GET /v1/stats`` returns the counters either way.
 """
 
 from __future__ import annotations
