@@ -259,6 +259,10 @@ class EvaluatorConfig(_Group):
     max_queue: int = 4096
     #: ``fit_many`` requests one agent may have in flight at once (the rest wait).
     max_in_flight: int = 4
+    #: A queue latency target in seconds (``None``: none): each replica admits at most this
+    #: much work (at its recent fit rate) and keeps batches that short; beyond it, requests
+    #: wait to be admitted. For runs of many agents (docs/scaling.md).
+    max_queue_s: float | None = None
     #: The other ``EvaluatorOptions`` fields the config sets (not a key of its own).
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict, metadata={KEY: False})
 
@@ -300,6 +304,8 @@ class EvaluatorConfig(_Group):
         _set(self, "max_queue", int_value(self.max_queue, f"{p}.max_queue", minimum=1))
         _set(self, "max_in_flight", int_value(self.max_in_flight, f"{p}.max_in_flight",
                                               minimum=1))
+        _set(self, "max_queue_s", float_value(self.max_queue_s, f"{p}.max_queue_s",
+                                              positive=True, optional=True))
         _set(self, "restarts", int_value(self.restarts, f"{p}.restarts", minimum=1))
         _set(self, "dtype", str_value(self.dtype, f"{p}.dtype"))
         _set(self, "method", str_value(self.method, f"{p}.method"))

@@ -33,13 +33,15 @@ import secrets
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
 from sr_dist.search.pool import canonical_key
 from sr_dist.search.progress import RunTally, TallySnapshot
-from sr_dist.search.settings import EvaluatorSettings
+
+if TYPE_CHECKING:  # the settings module imports Hydra, which agent processes do not need
+    from sr_dist.search.settings import EvaluatorSettings
 
 __all__ = [
     "AgentActor",
@@ -78,7 +80,8 @@ class EvaluatorActor:
             return canonical_key(variables, text)
 
         self._service = BatchingEvaluator(self._evaluator, settings.max_batch,
-                                          settings.max_wait_s, key, max_queue=settings.max_queue)
+                                          settings.max_wait_s, key, max_queue=settings.max_queue,
+                                          max_queue_s=settings.max_queue_s)
         self._replica = int(replica)
         self._instance = f"{os.getpid()}-{secrets.token_hex(3)}"
         context = ray.get_runtime_context()

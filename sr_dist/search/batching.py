@@ -188,14 +188,16 @@ class MicroBatcher(Generic[R]):
     def queue_depth(self) -> int:
         return len(self._queue)
 
-    def wait_time(self, now: float, idle_since: float | None = None) -> float | None:
+    def wait_time(self, now: float, idle_since: float | None = None,
+                  limit: int | None = None) -> float | None:
         """Seconds until a batch is due (0: due now); ``None`` when nothing is queued.
 
         ``idle_since``: when the evaluator finished its last batch (``None``: long ago).
+        ``limit``: a batch size below ``max_batch`` the caller wants for now (see ``take``).
         """
         if not self._queue:
             return None
-        if len(self._queue) >= self.max_batch:
+        if len(self._queue) >= self._limit(limit):
             return 0.0
         if self._expected and all(self._queued_by_agent[a] > 0 for a in self._expected):
             return 0.0
@@ -209,11 +211,20 @@ class MicroBatcher(Generic[R]):
         if self._queued_by_agent[item.agent_id] <= 0:
             del self._queued_by_agent[item.agent_id]
 
-    def take(self, now: float, force: bool = False, idle_since: float | None = None) -> Batch | None:
-        """The next batch if one is due (or anything queued, with ``force``), else ``None``."""
-        wait = self.wait_time(now, idle_since)
+    def _limit(self, limit: int | None) -> int:
+        return self.max_batch if limit is None else max(1, min(self.max_batch, int(limit)))
+
+    def take(self, now: float, force: bool = False, idle_since: float | None = None,
+             limit: int | None = None) -> Batch | None:
+        """The next batch if one is due (or anything queued, with ``force``), else ``None``.
+
+        ``limit`` caps this batch below ``max_batch`` (the service keeps batches short enough
+        that a formula queued behind one waits at most its latency target).
+        """
+        wait = self.wait_time(now, idle_since, limit)
         if wait is None or (wait > 0 and not force):
             return None
+        cap = self._limit(limit)
         unique: dict[str, int] = {}
         slots: list[tuple[int, int, int]] = []
         agents: set[int] = set()
@@ -222,7 +233,7 @@ class MicroBatcher(Generic[R]):
             item = self._queue[0]
             slot = unique.get(item.expression)
             if slot is None:
-                if len(unique) >= self.max_batch:
+                if len(unique) >= cap:
                     break
                 slot = unique[item.expression] = len(unique)
             else:

@@ -19,7 +19,6 @@ from sr_dist.agent import AgentLimits, StopReason
 from sr_dist.models import build_model
 from sr_dist.models.circuit import DEFAULT_FAILURES
 from sr_dist.models.factory import NETWORK_PROVIDERS
-from sr_dist.search.resume import prior_history, resume_note
 from sr_dist.sr import build_agent as wire_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS
 
@@ -115,6 +114,10 @@ def _model_config(spec: AgentSpec) -> dict[str, Any]:
 def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
     """Give a resumed episode its earlier best: a synthetic ``evaluate_formulas`` result in
     ``tool_history`` (proposers such as ``evolve`` read it) and a note in the task message."""
+    # Here, not at the top: resume reads Parquet and composes Hydra configs, which an agent
+    # process (hundreds of agents each, on every node) should not pay for at import.
+    from sr_dist.search.resume import prior_history, resume_note
+
     agent.context.tool_history.extend(prior_history(prior))
     note = resume_note(prior)
     messages = agent.context.messages

@@ -87,6 +87,11 @@ class BatchingEvaluator:
         key: canonical key of an expression, for the cross-agent duplicate count.
         clock: monotonic seconds.
         max_queue: the most formulas queued before new requests wait (``None``: no bound).
+        max_queue_s: a latency target (``None``: none): at the rate recent batches went, the
+            queue admits at most this many seconds of work and a batch takes at most that
+            long, so no formula waits in the queue much longer than about twice this. Requests
+            beyond it wait to be admitted (``held_back``), which is where a saturated pool
+            makes agents wait.
     """
 
     def __init__(
@@ -97,13 +102,20 @@ class BatchingEvaluator:
         key: Callable[[str], str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         max_queue: int | None = None,
+        max_queue_s: float | None = None,
     ) -> None:
         if max_queue is not None and max_queue < 1:
             raise ValueError(f"max_queue must be at least 1, got {max_queue!r}")
+        if max_queue_s is not None and not max_queue_s > 0:
+            raise ValueError(f"max_queue_s must be positive, got {max_queue_s!r}")
         self._evaluator = evaluator
         self._batcher: MicroBatcher[Any] = MicroBatcher(max_batch, max_wait_s, key)
         self._clock = clock
         self._max_queue = max_queue
+        self._max_queue_s = max_queue_s
+        #: Formulas per second of recent batches (an exponential moving average), which turns
+        #: ``max_queue_s`` into a queue bound and a batch size.
+        self._rate: float | None = None
         self._space: asyncio.Condition | None = None
         self._held_back = 0
         self._hold = LatencyHistogram()
@@ -122,15 +134,17 @@ class BatchingEvaluator:
     async def fit_many(self, expressions: Sequence[str], agent_id: int = 0) -> list[Any]:
         """Fit ``expressions`` (batched with other callers'); one result per expression.
 
-        With ``max_queue`` set, a request that would overfill the queue waits until batches
-        have made room (a request is never split or refused: one larger than ``max_queue``
-        goes in alone once the queue is empty). Its queue wait counts from its arrival.
+        With ``max_queue`` or ``max_queue_s`` set, a request that would overfill the queue
+        waits to be admitted until batches have made room (a request is never split or
+        refused: one larger than the bound goes in alone once the queue is empty). Queue waits
+        (``queue_wait``) count from admission; the wait for admission is ``held_back``, and
+        ``latency`` is arrival to results.
         """
         self._ensure_running()
         arrived = self._clock()
         texts = list(expressions)
         await self._wait_for_room(len(texts), arrived)
-        ticket, done = self._batcher.submit(agent_id, texts, arrived)
+        ticket, done = self._batcher.submit(agent_id, texts, self._clock())
         if done is not None:
             return list(done.results)
         future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
@@ -149,7 +163,18 @@ class BatchingEvaluator:
 
     def _full(self, size: int) -> bool:
         depth = self._batcher.queue_depth
-        return self._max_queue is not None and depth > 0 and depth + size > self._max_queue
+        if depth == 0:
+            return False
+        if self._max_queue is not None and depth + size > self._max_queue:
+            return True
+        return (self._max_queue_s is not None and self._rate is not None
+                and (depth + size) / self._rate > self._max_queue_s)
+
+    def _batch_limit(self) -> int | None:
+        """The batch size that fits in ``max_queue_s`` at the recent rate (``None``: no cap)."""
+        if self._max_queue_s is None or self._rate is None:
+            return None
+        return max(1, int(self._rate * self._max_queue_s))
 
     async def _wait_for_room(self, size: int, arrived: float) -> None:
         if not self._full(size):
@@ -206,6 +231,12 @@ class BatchingEvaluator:
         }
         return dict(self._prefit)
 
+    def _note_rate(self, formulas: int, seconds: float) -> None:
+        if formulas <= 0 or seconds <= 0:
+            return
+        rate = formulas / seconds
+        self._rate = rate if self._rate is None else 0.7 * self._rate + 0.3 * rate
+
     def stats(self) -> dict[str, Any]:
         """The evaluator's stats, the batching stats under ``batching``, the warm-up's cost
         under ``warmup`` and a resumed run's pre-fit under ``prefit`` (``search_fits`` = fits
@@ -219,6 +250,7 @@ class BatchingEvaluator:
         merged["queue_wait"] = batching.queue_wait
         merged["latency"] = self._latency.summary()
         merged["held_back"] = {"requests": self._held_back, "wait": self._hold.summary()}
+        merged["recent_formulas_per_s"] = None if self._rate is None else round(self._rate, 2)
         merged["warmup"] = dict(self._warmup)
         merged["prefit"] = dict(self._prefit)
         merged["search_fits"] = (int(merged.get("fits", 0)) - int(self._warmup.get("fits", 0))
@@ -251,7 +283,8 @@ class BatchingEvaluator:
         assert self._wake is not None
         wake = self._wake
         while True:
-            wait = self._batcher.wait_time(self._clock(), self._idle_since)
+            limit = self._batch_limit()
+            wait = self._batcher.wait_time(self._clock(), self._idle_since, limit)
             if wait is None or wait > 0:
                 try:
                     await asyncio.wait_for(wake.wait(), timeout=wait)
@@ -259,7 +292,7 @@ class BatchingEvaluator:
                     pass
                 wake.clear()
                 continue
-            batch = self._batcher.take(self._clock(), idle_since=self._idle_since)
+            batch = self._batcher.take(self._clock(), idle_since=self._idle_since, limit=limit)
             if batch is not None:
                 await self._made_room()
                 await self._run(batch)
@@ -282,6 +315,7 @@ class BatchingEvaluator:
         finally:
             self._idle_since = self._clock()
             self._busy_s += self._idle_since - start
+            self._note_rate(len(batch.expressions), self._idle_since - start)
         for done in completions:
             future = self._futures.pop(done.ticket, None)
             if future is not None and not future.done():

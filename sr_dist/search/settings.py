@@ -73,6 +73,8 @@ class EvaluatorSettings:
     max_queue: int = 4096
     #: ``fit_many`` requests one agent may have in flight at once.
     max_in_flight: int = 4
+    #: Queue latency target per replica, seconds (``None``: none).
+    max_queue_s: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +145,7 @@ def _evaluator(section: Mapping[str, Any], base: Path) -> EvaluatorSettings:
         cpus_per_replica=evaluator.cpus_per_replica,
         max_queue=evaluator.max_queue,
         max_in_flight=evaluator.max_in_flight,
+        max_queue_s=evaluator.max_queue_s,
         options=evaluator.evaluator_options(),
     )
 
