@@ -57,7 +57,12 @@ class Cell:
     node_evals_per_s: float
     statuses: dict[str, int]
     seconds: float
+    #: Why the cell produced no figures (timeout, crash); empty when it ran.
     error: str = ""
+    #: The first ``error`` status's message (e.g. out of device memory), for the table.
+    first_error: str = ""
+    #: Which of :data:`ABSENT_ON_GPU_IMAGE` the cell's process had loaded by its end.
+    loaded_absent: str = ""
 
     @property
     def fits_per_s(self) -> float:
@@ -120,10 +125,16 @@ def run_cell(device: str, layout: str, n: int, batch: int, value_reps: int,
         node_rate = sum(r.complexity or 0 for _, r in ok) * X.shape[0] / value_s
         log(f"    value-only {value_s:.3f}s per pass, {node_rate:.3g} node-evals/s")
     statuses = {s: sum(r.status == s for r in results) for s in ("ok", "nonfinite", "invalid", "error")}
+    first_error = next((r.error or "" for r in results if r.status == "error"), "")
     return Cell(device=device, n=n, n_train=len(ds.y_train), batch=batch, unique=unique,
                 warm_s=warm, cold_s=cold, compile_s=float(stats["compile_s"]),
                 compiles=int(stats["compiles"]), node_evals_per_s=node_rate,
-                statuses=statuses, seconds=time.perf_counter() - t_cell)
+                statuses=statuses, seconds=time.perf_counter() - t_cell,
+                first_error=first_error[:160], loaded_absent=_loaded_absent())
+
+
+def _loaded_absent() -> str:
+    return ", ".join(m for m in ABSENT_ON_GPU_IMAGE if m in sys.modules)
 
 
 def log(message: str) -> None:
@@ -145,8 +156,8 @@ def environment(device: str) -> tuple[list[str], bool]:
                  f"(default backend {jax.default_backend()})")
     importable = {name: _importable(name) for name in ABSENT_ON_GPU_IMAGE}
     lines.append("importable: " + ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in importable.items()))
-    want = "gpu" if device in ("gpu", "cuda") else device
-    return lines, any(d.platform == want for d in devices)
+    want = {"gpu", "cuda"} if device in ("gpu", "cuda") else {device}
+    return lines, any(d.platform in want for d in devices)
 
 
 def _importable(name: str) -> bool:
@@ -178,15 +189,17 @@ def render(cells: Sequence[Cell], skipped: Sequence[str]) -> str:
             continue
         lines.append(f"| {c.device} | {c.n} ({c.n_train}) | {c.batch} ({c.unique}) | {c.fits_per_s:.1f} "
                      f"| {c.warm_s:.2f} | {c.cold_s:.1f} | {c.compiles} | {c.node_evals_per_s:.3g} "
-                     f"| {_statuses(c.statuses)} | {c.seconds:.0f} |")
+                     f"| {_statuses(c.statuses, c.first_error)} | {c.seconds:.0f} |")
     if skipped:
         lines.append("")
         lines.append(f"Time budget spent: not run: {', '.join(skipped)}.")
     return "\n".join(lines)
 
 
-def _statuses(counts: dict[str, int]) -> str:
-    return " ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"
+def _statuses(counts: dict[str, int], first_error: str) -> str:
+    text = " ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"
+    why = first_error.replace("|", "/").replace("\n", " ")
+    return f"{text} (first error: {why})" if why else text
 
 
 def _child(args: argparse.Namespace) -> int:
@@ -277,8 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import sr_dist.evaluator  # noqa: F401
     import sr_dist.formula  # noqa: F401
 
-    pulled = sorted(m for m in ABSENT_ON_GPU_IMAGE if m in sys.modules)
-    print(f"- loaded by the evaluator core: {', '.join(pulled) or 'none'} of "
+    print(f"- loaded by the evaluator core: {_loaded_absent() or 'none'} of "
           f"{', '.join(ABSENT_ON_GPU_IMAGE)}")
     from bench.evaluator import MAX_ITERS, RESTARTS
 
@@ -300,22 +312,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"  n={n} batch={batch}: {cell.seconds:.1f}s"
                 + (f" ({cell.error})" if cell.error else ""))
             cells.append(cell)
-    table = render(cells, skipped)
+            _write_out(env, cells, skipped, time.perf_counter() - t_all)  # partial, if killed
     total = time.perf_counter() - t_all
     print("## Evaluator on " + args.device + "\n")
-    print(table)
-    print(f"\nWhole check: {total:.0f}s.")
-    out_dir = os.environ.get("OUT")
-    if out_dir:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / TABLE_NAME).write_text("\n".join(f"- {line}" for line in env) + "\n\n" + table
-                                      + f"\n\nWhole check: {total:.0f}s.\n")
-        (out / JSON_NAME).write_text(json.dumps(
-            {"environment": env, "cells": [asdict(c) for c in cells], "skipped": skipped,
-             "total_s": total}, indent=1) + "\n")
-        print(f"(table also written to {out / TABLE_NAME})")
+    print(render(cells, skipped))
+    loaded = sorted({m for c in cells for m in c.loaded_absent.split(", ") if m})
+    print(f"\nLoaded by the cells: {', '.join(loaded) or 'none'} of {', '.join(ABSENT_ON_GPU_IMAGE)}.")
+    print(f"Whole check: {total:.0f}s.")
+    written = _write_out(env, cells, skipped, total)
+    if written:
+        print(f"(table also written to {written})")
     return 0 if any(not c.error for c in cells) else 1
+
+
+def _write_out(env: list[str], cells: list[Cell], skipped: list[str], total: float) -> Path | None:
+    """The table (and the cells as JSON) under ``$OUT`` when it is set: the device runner
+    returns what is written there."""
+    out_dir = os.environ.get("OUT")
+    if not out_dir:
+        return None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / TABLE_NAME).write_text("\n".join(f"- {line}" for line in env) + "\n\n"
+                                  + render(cells, skipped) + f"\n\nWhole check: {total:.0f}s.\n")
+    (out / JSON_NAME).write_text(json.dumps(
+        {"environment": env, "cells": [asdict(c) for c in cells], "skipped": skipped,
+         "total_s": total}, indent=1) + "\n")
+    return out / TABLE_NAME
 
 
 if __name__ == "__main__":

@@ -79,8 +79,9 @@ def test_the_dry_run_prints_the_table_without_ray_or_hydra(tmp_path: Path) -> No
         assert float(row.group(2)) > 0
         assert row.group(3).strip().startswith("ok "), row.group(0)
     assert "Time budget spent" not in out
+    assert "Loaded by the cells: none of" in out
     written = (tmp_path / "out" / "gpu_check.md").read_text()
-    table = out[out.index("| device |"):out.index("\n\nWhole check")]
+    table = out[out.index("| device |"):out.index("\n\nLoaded by the cells")]
     assert table in written
 
 
