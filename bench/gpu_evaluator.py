@@ -241,8 +241,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="gpu", choices=("gpu", "cpu"))
     ap.add_argument("--layout", default="vmap", choices=("vmap", "map", "auto"))
-    ap.add_argument("--rows", default="10000,100000", help="comma-separated n (1e4 allowed)")
-    ap.add_argument("--batches", default="256,1024,4096", help="comma-separated batch sizes")
+    ap.add_argument("--rows", default="", help="comma-separated n, 1e4 allowed (default 1e4,1e5)")
+    ap.add_argument("--batches", default="", help="comma-separated batch sizes (default 256,1024,4096)")
     ap.add_argument("--budget-s", type=float, default=400.0,
                     help="stop starting cells once this many seconds are spent")
     ap.add_argument("--cell-timeout-s", type=float, default=150.0, help="hard limit per cell")
@@ -258,10 +258,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.dry_run:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-        args.device, args.rows, args.batches = "cpu", "200", "8,16"
+        args.device = "cpu"
+        args.rows, args.batches = args.rows or "200", args.batches or "8,16"
         args.budget_s = min(args.budget_s, 120.0)
         args.value_reps = 1
         args.const_buckets, args.max_iters = args.const_buckets or "8", args.max_iters or 8
+    args.rows, args.batches = args.rows or "10000,100000", args.batches or "256,1024,4096"
     return args
 
 
