@@ -196,6 +196,8 @@ class Row:
     fits: int
     queue_p50_s: float | None
     queue_p99_s: float | None
+    admission_p99_s: float | None
+    latency_p99_s: float | None
     rows_sent: int
     rows_written: int
     status: str
@@ -213,7 +215,8 @@ class Row:
 
 
 def _config(results: Path, base_url: str, problem: str, rows: int, agents: int, per_actor: int,
-            turns: int, replicas: int, seconds: float, timeout_s: float) -> Any:
+            turns: int, replicas: int, seconds: float, timeout_s: float,
+            queue_s: float | None) -> Any:
     overrides = [
         f"results.path={results}", f"dataset.source={problem}", f"dataset.n={rows}",
         "model=openai", f"model.base_url={base_url}", "model.model=simulated",
@@ -223,6 +226,7 @@ def _config(results: Path, base_url: str, problem: str, rows: int, agents: int, 
         "search.target_nmse=null", "search.max_candidates=100000000",
         "search.progress_interval_s=15", "search.stop_grace_s=30",
         f"evaluator.replicas={replicas}",
+        f"evaluator.max_queue_s={'null' if queue_s is None else queue_s}",
     ]
     with initialize_config_module("sr_dist.conf", version_base="1.3"):
         return compose("config", overrides=overrides)
@@ -253,14 +257,15 @@ def _gave_out(summary: Any, llm: dict[str, Any], agents: int) -> str:
 
 def measure(label: str, *, agents: int, processes: int, turns: int, formulas: int,
             duplicate_share: float, latency: float, spread: float, problem: str, rows: int,
-            replicas: int, seconds: float, seed: int) -> Row:
+            replicas: int, seconds: float, seed: int, queue_s: float | None) -> Row:
     variables = list(load_dataset(problem, n=min(rows, 200), seed=0).feature_names)
     per_actor = max(1, math.ceil(agents / max(1, processes)))
     llm = SimulatedLLM(variables, agents, turns, formulas, duplicate_share, latency, spread, seed)
     try:
         with tempfile.TemporaryDirectory(prefix="sr-dist-load-") as tmp:
             cfg = _config(Path(tmp), llm.base_url, problem, rows, agents, per_actor, turns,
-                          replicas, seconds, timeout_s=max(120.0, 4 * latency + 60))
+                          replicas, seconds, timeout_s=max(120.0, 4 * latency + 60),
+                          queue_s=queue_s)
             out = io.StringIO()
             started = time.monotonic()
             with MemorySampler(exclude={llm.process.pid}) as memory:
@@ -282,6 +287,8 @@ def measure(label: str, *, agents: int, processes: int, turns: int, formulas: in
         search_s=round(summary.search_s, 2), wall_s=round(wall, 1),
         candidates=summary.candidates, fits=int(ev.get("search_fits", 0)),
         queue_p50_s=wait.get("p50_s"), queue_p99_s=wait.get("p99_s"),
+        admission_p99_s=dict(dict(ev.get("held_back", {})).get("wait", {})).get("p99_s"),
+        latency_p99_s=dict(ev.get("latency", {})).get("p99_s"),
         rows_sent=summary.rows_sent, rows_written=int(summary.writer.get("rows_written", 0)),
         status=summary.status, stop_reason=summary.stop_reason,
         gave_out=_gave_out(summary, served, agents),
@@ -298,14 +305,16 @@ def _ms(value: float | None) -> str:
 def table(rows: list[Row]) -> str:
     lines = [
         "| run | agents | agent processes | replicas | peak RSS GiB | candidates/s | fits/s "
-        "| queue p50 ms | queue p99 ms | rows sent | rows written | search s | what gave out |",
-        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|",
+        "| queue p50 ms | queue p99 ms | admission p99 ms | fit request p99 ms | rows sent "
+        "| rows written | search s | what gave out |",
+        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|",
     ]
     for r in rows:
         lines.append(
             f"| {r.label} | {r.agents:,} | {r.agent_processes} | {r.replicas} | {r.peak_rss_gib:.2f} "
             f"| {r.candidates_per_s:.1f} | {r.fits_per_s:.1f} | {_ms(r.queue_p50_s)} "
-            f"| {_ms(r.queue_p99_s)} | {r.rows_sent:,} | {r.rows_written:,} | {r.search_s:.1f} "
+            f"| {_ms(r.queue_p99_s)} | {_ms(r.admission_p99_s)} | {_ms(r.latency_p99_s)} "
+            f"| {r.rows_sent:,} | {r.rows_written:,} | {r.search_s:.1f} "
             f"| {r.gave_out} |")
     return "\n".join(lines)
 
@@ -329,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=2000, help="dataset rows of the load runs")
     parser.add_argument("--replicas", type=int, default=2, help="evaluator replicas of the load runs")
     parser.add_argument("--seconds", type=float, default=1500, help="time budget per load run")
+    parser.add_argument("--queue-target", type=float, default=0.25,
+                        help="evaluator.max_queue_s of the load runs (0: none)")
     parser.add_argument("--no-bound", action="store_true", help="skip the evaluator-bound pair")
     parser.add_argument("--bound-agents", type=int, default=8)
     parser.add_argument("--bound-rows", type=int, default=10000)
@@ -349,13 +360,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{n:,} agents", agents=n, processes=args.processes, turns=args.turns,
             formulas=args.formulas, duplicate_share=args.duplicate_share, latency=args.latency,
             spread=args.spread, problem=args.problem, rows=args.rows, replicas=args.replicas,
-            seconds=args.seconds, seed=args.seed))
+            seconds=args.seconds, seed=args.seed, queue_s=args.queue_target or None))
         print(table(rows[-1:]), flush=True)
     ratio = None
     if not args.no_bound:
         bound = dict(agents=args.bound_agents, processes=2, turns=100_000,
                      formulas=args.bound_formulas, duplicate_share=0.0, latency=0.0, spread=0.0,
-                     problem=args.problem, rows=args.bound_rows, seed=args.seed + 1)
+                     problem=args.problem, rows=args.bound_rows, seed=args.seed + 1,
+                     queue_s=None)
         print("evaluator-bound: warm-up (not reported) ...", flush=True)
         measure("warm-up", replicas=2, seconds=min(20.0, args.bound_seconds), **bound)
         one = measure("evaluator-bound, 1 replica", replicas=1, seconds=args.bound_seconds, **bound)

@@ -253,7 +253,9 @@ class AgentActor:
                                         hosted.recorder, hosted.cancel)
         finally:
             await asyncio.to_thread(hosted.sink.drain)
-        return outcome.with_lost_rows(hosted.sink.errors).with_rows_sent(hosted.recorder.recorded)
+        host = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
+        return (outcome.with_lost_rows(hosted.sink.errors)
+                .with_rows_sent(hosted.recorder.recorded).with_host(host))
 
     def stop(self, agent_id: int | None = None) -> None:
         """Ask an episode (every hosted one when ``agent_id`` is None) to end after its

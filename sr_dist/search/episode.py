@@ -83,6 +83,9 @@ class AgentOutcome:
     #: Candidate rows the agent handed to the result writer (what "sent" means in the
     #: exactly-once accounting: rows written == rows sent, no duplicates).
     rows_sent: int = 0
+    #: The process that ran the episode (``<node id prefix>:<pid>``; agents an actor hosts
+    #: together share it).
+    host: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -96,6 +99,9 @@ class AgentOutcome:
 
     def with_rows_sent(self, rows: int) -> AgentOutcome:
         return dataclasses.replace(self, rows_sent=int(rows))
+
+    def with_host(self, host: str) -> AgentOutcome:
+        return dataclasses.replace(self, host=host)
 
 
 def _model_config(spec: AgentSpec) -> dict[str, Any]:

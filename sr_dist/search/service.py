@@ -13,6 +13,7 @@ No Ray here: the service runs in any event loop (tests use ``asyncio.run``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -41,6 +42,9 @@ class FitsMany(Protocol):
 class EvaluationFailed(RuntimeError):
     """The evaluator raised for a whole batch (not a bad formula: those get a status)."""
 
+
+#: Batches the fit-rate estimate spans.
+_RATE_WINDOW = 8
 
 #: Largest constant count the search warms up (bigger buckets compile when first used).
 _WARMUP_MAX_CONSTS = 8
@@ -113,9 +117,10 @@ class BatchingEvaluator:
         self._clock = clock
         self._max_queue = max_queue
         self._max_queue_s = max_queue_s
-        #: Formulas per second of recent batches (an exponential moving average), which turns
+        #: Formulas per second of recent batches (see ``_note_rate``), which turns
         #: ``max_queue_s`` into a queue bound and a batch size.
         self._rate: float | None = None
+        self._recent: collections.deque[tuple[int, float]] = collections.deque(maxlen=_RATE_WINDOW)
         self._space: asyncio.Condition | None = None
         self._held_back = 0
         self._hold = LatencyHistogram()
@@ -232,10 +237,14 @@ class BatchingEvaluator:
         return dict(self._prefit)
 
     def _note_rate(self, formulas: int, seconds: float) -> None:
+        """The rate over the last ``_RATE_WINDOW`` batches: their formulas over their seconds
+        (a batch of cache hits takes milliseconds; averaging per-batch rates would let one such
+        batch multiply the estimate, a ratio of sums weighs it by the time it took)."""
         if formulas <= 0 or seconds <= 0:
             return
-        rate = formulas / seconds
-        self._rate = rate if self._rate is None else 0.7 * self._rate + 0.3 * rate
+        self._recent.append((formulas, seconds))
+        total_s = sum(t for _, t in self._recent)
+        self._rate = sum(n for n, _ in self._recent) / total_s if total_s > 0 else None
 
     def stats(self) -> dict[str, Any]:
         """The evaluator's stats, the batching stats under ``batching``, the warm-up's cost

@@ -166,3 +166,28 @@ def test_a_hanging_mcp_tool_does_not_hold_up_a_ray_run(ray_cluster: None, tmp_pa
     assert agent.tool_calls == 4 and agent.failed_tool_calls == 2, agent
     con = duckdb_connection(tmp_path)
     assert con.sql("SELECT count(*) FROM candidates").fetchall()[0][0] == 2  # evaluate + submit
+
+
+def test_llm_agents_share_processes_through_the_real_openai_path(ray_cluster: None,
+                                                                  tmp_path: Path) -> None:
+    """``search.agents_per_actor``: six agents on a loopback OpenAI-compatible server (the
+    simulated LLM of bench/load.py) run in two agent processes; every proposal is fitted and
+    written once."""
+    from bench.load_server import Latency, LoopbackChatServer, Proposals, formula_pool
+
+    proposals = Proposals(formulas_per_call=4, turns=2, duplicate_share=0.5, popular=8)
+    pool = formula_pool(["sigma", "theta"], proposals.pool_size(6), seed=3)
+    with LoopbackChatServer(pool, proposals, Latency(0.2, 0.1)) as server:
+        summary = run_search(
+            _cfg(tmp_path, "dataset.source=feynman:I.6.2", "dataset.n=1000", "search.agents=6",
+                 "search.agents_per_actor=3", "search.max_turns=2", "search.target_nmse=null",
+                 "model=openai", f"model.base_url={server.base_url}", "model.model=simulated",
+                 "model.api_key_env=null", "evaluator.warmup=false"),
+            stream=io.StringIO(), handle_signals=False)
+        served = server.stats()
+    assert summary.status == "completed" and summary.lost_agents == ()
+    assert [a.stop_reason for a in summary.agents] == ["max_turns"] * 6
+    assert len({a.host for a in summary.agents}) == 2  # 6 agents, 3 per process
+    assert served["agents"] == 6 and served["errors"] == 0 and served["requests"] == 12
+    assert summary.rows_sent == summary.candidates == summary.writer["rows_written"] == 6 * 2 * 4
+    assert summary.evaluator["cache_hits"] > 0  # agents proposed some of the same formulas
