@@ -11,7 +11,9 @@ runs ``--turns`` turns; ``search.agents_per_actor`` packs the agents into at mos
 
 One row per N (default 100, 1,000 and 10,000): agents, agent processes, peak resident memory
 of the run's processes (the driver, Ray's daemons and workers, not the simulated LLM), rows
-per second, distinct structures fitted per second, the evaluator queue's wait percentiles,
+per second, distinct structures fitted per second, the evaluator queue's wait percentiles
+(from admission to the batch; ``evaluator.max_queue_s`` bounds it), the 99th percentile of the
+wait to be admitted (where a saturated pool makes agents wait) and of a whole fit request,
 rows the agents sent against rows written, and what gave out first when something did.
 
 Then the evaluator-bound pair: unique formulas, no model latency, a dataset large enough that
@@ -281,7 +283,8 @@ def measure(label: str, *, agents: int, processes: int, turns: int, formulas: in
             "unique_formulas_proposed", "connections_peak")
     return Row(
         label=label, agents=agents, agents_per_actor=per_actor, replicas=int(ev.get("replicas", replicas)),
-        agent_processes=memory.peak_agent_processes,
+        agent_processes=max(memory.peak_agent_processes,
+                            len({a.host for a in summary.agents if a.host})),
         peak_rss_gib=round(memory.peak_kib / 2**20, 2),
         rss_by_kind_mib={k: v // 1024 for k, v in sorted(memory.peak_by_kind.items())},
         search_s=round(summary.search_s, 2), wall_s=round(wall, 1),
@@ -337,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problem", default="feynman:I.6.2")
     parser.add_argument("--rows", type=int, default=2000, help="dataset rows of the load runs")
     parser.add_argument("--replicas", type=int, default=2, help="evaluator replicas of the load runs")
-    parser.add_argument("--seconds", type=float, default=1500, help="time budget per load run")
+    parser.add_argument("--seconds", type=float, default=900, help="time budget per load run")
     parser.add_argument("--queue-target", type=float, default=0.25,
                         help="evaluator.max_queue_s of the load runs (0: none)")
     parser.add_argument("--no-bound", action="store_true", help="skip the evaluator-bound pair")

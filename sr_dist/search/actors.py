@@ -1,26 +1,27 @@
 """The Ray actors of a run: thin shells that hold state and forward to plain modules.
 
-* :class:`EvaluatorActor` (async; one per run; ``num_gpus`` when the device is a GPU) holds the
-  ``Evaluator`` and the :class:`~sr_dist.search.service.BatchingEvaluator` that micro-batches
-  every agent's requests into it.
+* :class:`EvaluatorActor` (async; ``evaluator.replicas`` of them, one placement-group bundle
+  each; ``num_gpus`` when the device is a GPU) holds an ``Evaluator`` and the
+  :class:`~sr_dist.search.service.BatchingEvaluator` that micro-batches the requests routed to
+  it (:mod:`sr_dist.search.pool`: each formula goes to one replica, by its canonical key).
 * :class:`ResultWriter` (one per run, placed on the driver's node) holds the
   ``CandidateWriter`` and a :class:`~sr_dist.search.progress.RunTally` the driver polls.
-* :class:`AgentActor` (async; ``search.agents`` of them) runs one agent episode
-  (:func:`sr_dist.search.episode.run_episode`) and stops when told.
+* :class:`AgentActor` (async; one per ``search.agents_per_actor`` agents) runs its agents'
+  episodes (:func:`sr_dist.search.episode.run_episode`) side by side and stops them when told.
 
 Actors that do not fit constants get ``JAX_PLATFORMS=cpu`` in their runtime env: Ray gives an
 actor with ``num_gpus=0`` a view of every GPU, and a JAX import there would grab GPU memory.
 
-The evaluator actor is restartable (``max_restarts``): a restarted one rebuilds itself from the
-dataset reference (the persistent compilation cache makes its compiles cheap) and
-:class:`EvaluatorClient` resends the fits that were in flight when it died (fitting is
-idempotent, and the rows are made by the agent after the fit returns, so each candidate is
-still recorded once). Its ``stats()`` carry an ``instance`` token, so the driver counts
-restarts.
+Evaluator replicas are restartable (``max_restarts``): a restarted one rebuilds itself from the
+dataset reference (the persistent compilation cache makes its compiles cheap) and the agents'
+:class:`~sr_dist.search.pool.EvaluatorPool` resends the fits that were in flight when it died
+(to another replica while it restarts, when there is one). Fitting is idempotent, and rows are
+made by the agent after the fit returns, so each candidate is still recorded once. Its
+``stats()`` carry an ``instance`` token, so the driver counts restarts.
 
 Each actor imports what it runs inside its own methods: every actor is a process of its own,
 and a writer that imported the agent kit, or an agent that imported the evaluator, would pay
-for it in start-up time on every node (seconds per run on a small machine).
+for it in start-up time and memory on every node.
 """
 
 from __future__ import annotations

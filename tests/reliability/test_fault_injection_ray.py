@@ -104,7 +104,7 @@ def test_a_killed_evaluator_restarts_and_no_candidate_is_lost_or_doubled(
     import ray
 
     run_id = f"fault-evaluator-{replicas}"
-    run = _Background(_cfg(tmp_path, "search.agents=2", "search.max_candidates=400",
+    run = _Background(_cfg(tmp_path, "search.agents=2", "search.max_candidates=300",
                            "search.max_seconds=240", "search.target_nmse=null",
                            "results.flush_s=0.5", f"evaluator.replicas={replicas}"), run_id)
     _wait_for("the agents", lambda: _actor(agent_actor_name(run_id, 1)))
@@ -136,7 +136,7 @@ def test_a_killed_agent_keeps_its_rows_and_the_others_go_on(ray_cluster: None,
     import ray
 
     run_id = f"fault-agent-{replicas}"
-    run = _Background(_cfg(tmp_path, "search.agents=2", "search.max_seconds=15",
+    run = _Background(_cfg(tmp_path, "search.agents=2", "search.max_seconds=12",
                            "search.max_candidates=100000", "search.target_nmse=null",
                            "results.flush_s=0.5", f"evaluator.replicas={replicas}"), run_id)
     victim = _wait_for("agent 1", lambda: _actor(agent_actor_name(run_id, 1)))
@@ -218,7 +218,7 @@ def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: Non
             _cfg(tmp_path, "search.agents=2", "model=openai", f"model.base_url={server.base_url}",
                  "model.model=scripted", "model.api_key_env=null", "model.max_retries=1",
                  "+model.retry_base_delay_s=0.01", "+model.retry_max_delay_s=0.01",
-                 "+model.circuit_failures=2", "search.max_seconds=120",
+                 "+model.circuit_failures=2", "search.max_seconds=120", "evaluator.warmup=false",
                  f"evaluator.replicas={replicas}"),
             stream=out, handle_signals=False, run_id=f"fault-model-{replicas}")
         requests = len(server.requests)
