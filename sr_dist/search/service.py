@@ -122,6 +122,8 @@ class BatchingEvaluator:
         self._rate: float | None = None
         self._recent: collections.deque[tuple[int, float]] = collections.deque(maxlen=_RATE_WINDOW)
         self._space: asyncio.Condition | None = None
+        #: Requests waiting to be admitted, oldest first.
+        self._line: collections.deque[object] = collections.deque()
         self._held_back = 0
         self._hold = LatencyHistogram()
         self._latency = LatencyHistogram()
@@ -182,13 +184,22 @@ class BatchingEvaluator:
         return max(1, int(self._rate * self._max_queue_s))
 
     async def _wait_for_room(self, size: int, arrived: float) -> None:
-        if not self._full(size):
+        """Admit a request of ``size`` formulas: at once when there is room and nobody is
+        waiting, otherwise in arrival order (first come, first admitted: a large request
+        waiting for the queue to drain is not overtaken by small ones forever)."""
+        if not self._line and not self._full(size):
             return
         if self._space is None:
             self._space = asyncio.Condition()
         self._held_back += 1
-        async with self._space:
-            await self._space.wait_for(lambda: not self._full(size))
+        me = object()
+        self._line.append(me)
+        try:
+            async with self._space:
+                await self._space.wait_for(lambda: self._line[0] is me and not self._full(size))
+        finally:
+            self._line.remove(me)
+            await self._made_room()  # the next in line may fit now
         self._hold.record(self._clock() - arrived)
 
     async def _made_room(self) -> None:
