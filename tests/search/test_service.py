@@ -195,7 +195,7 @@ def test_cancelled_caller_and_close() -> None:
 
 class _SlowEvaluator:
     """The service's evaluator protocol (``fit_many``, ``stats``), taking a while per batch so
-    requests pile up behind it; it records the queue depth it saw each time it was called."""
+    requests pile up behind it; it keeps the batches it was given."""
 
     def __init__(self, seconds: float = 0.01) -> None:
         self.seconds = seconds
@@ -212,8 +212,8 @@ class _SlowEvaluator:
         return {"fits": self.fits}
 
 
-def _flood(service: BatchingEvaluator, requests: list[tuple[int, list[str]]],
-           max_queue: int | None) -> tuple[list[list[Any]], int]:
+def _flood(service: BatchingEvaluator,
+           requests: list[tuple[int, list[str]]]) -> tuple[list[list[Any]], int]:
     """Send every request at once; return their results and the deepest queue sampled."""
     deepest = 0
 
@@ -242,7 +242,7 @@ def _requests(n: int, size: int) -> list[tuple[int, list[str]]]:
 def test_max_queue_bounds_the_queue_and_every_request_still_gets_its_results() -> None:
     service = BatchingEvaluator(_SlowEvaluator(), max_batch=4, max_wait_s=0.0, max_queue=6)
     requests = _requests(40, 3)
-    results, deepest = _flood(service, requests, 6)
+    results, deepest = _flood(service, requests)
     assert results == [[f"fit:{t}" for t in texts] for _, texts in requests]
     stats = service.stats()
     batching = stats["batching"]
@@ -262,7 +262,7 @@ def test_without_max_queue_the_same_flood_queues_everything() -> None:
     # The control for the test above: unbounded, the whole flood sits in the queue at once.
     service = BatchingEvaluator(_SlowEvaluator(), max_batch=4, max_wait_s=0.0)
     requests = _requests(40, 3)
-    results, _ = _flood(service, requests, None)
+    results, _ = _flood(service, requests)
     assert results == [[f"fit:{t}" for t in texts] for _, texts in requests]
     stats = service.stats()
     assert stats["batching"]["max_queue_depth"] > 6
@@ -274,7 +274,7 @@ def test_a_request_larger_than_max_queue_goes_through_alone() -> None:
     service = BatchingEvaluator(slow, max_batch=4, max_wait_s=0.0, max_queue=3)
     big = [f"c*q{j}" for j in range(10)]
     requests = [(0, ["c*a", "c*b"]), (1, big), (2, ["c*d", "c*e"])]
-    results, _ = _flood(service, requests, 3)
+    results, _ = _flood(service, requests)
     assert results == [[f"fit:{t}" for t in texts] for _, texts in requests]
     stats = service.stats()
     assert stats["batching"]["max_queue_depth"] == len(big)  # it went in on its own
