@@ -142,3 +142,64 @@ def test_bad_search_tools_are_refused(override: str, fragment: str, tmp_path: Pa
         settings_from_config(_compose(override), base_dir=tmp_path)
     assert info.value.key == "search.tools"
     assert fragment in str(info.value)
+
+
+# --- the evaluator pool's keys ------------------------------------------------------------------
+
+def test_pool_keys_default_to_one_replica(tmp_path: Path) -> None:
+    config = EvaluatorConfig()
+    assert (config.replicas, config.cpus_per_replica, config.max_queue,
+            config.max_in_flight) == (1, 1, 4096, 4)
+    assert SearchConfig().agents_per_actor == 1
+    settings = settings_from_config(_compose(), base_dir=tmp_path)
+    assert settings.evaluator.replicas == 1 and settings.evaluator.max_queue == 4096
+    assert settings.evaluator.max_in_flight == 4 and settings.search.agents_per_actor == 1
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("auto", "auto"), ("AUTO", "auto"), (" auto ", "auto"), ("2", 2), (" 3 ", 3), (1, 1), (16, 16),
+])
+def test_replicas_takes_a_positive_integer_or_auto(value: Any, expected: Any) -> None:
+    assert EvaluatorConfig(replicas=value).replicas == expected
+
+
+@pytest.mark.parametrize("value, shown", [
+    (0, "0"), (-1, "-1"), ("x", "'x'"), (1.5, "1.5"), (True, "True"), (False, "False"),
+    ("0", "0"), ("-2", "'-2'"), ("", "''"), (None, "None"), ("1.5", "'1.5'"),
+])
+def test_bad_replicas_are_refused_naming_the_key(value: Any, shown: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        EvaluatorConfig(replicas=value)
+    assert info.value.key == "evaluator.replicas"
+    assert str(info.value) == f"evaluator.replicas must be a positive integer or 'auto', got {shown}"
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("evaluator.replicas=auto", "auto"), ("evaluator.replicas=2", 2),
+    ("evaluator.cpus_per_replica=2", 2), ("evaluator.max_queue=1", 1),
+    ("evaluator.max_in_flight=1", 1), ("search.agents_per_actor=8", 8),
+])
+def test_pool_overrides_reach_settings(override: str, expected: Any, tmp_path: Path) -> None:
+    settings = settings_from_config(_compose(override), base_dir=tmp_path)
+    group, key = override.split("=")[0].split(".")
+    assert getattr(getattr(settings, group), key) == expected
+
+
+@pytest.mark.parametrize("override, message", [
+    ("evaluator.replicas=0", "evaluator.replicas must be a positive integer or 'auto', got 0"),
+    ("evaluator.replicas=some", "evaluator.replicas must be a positive integer or 'auto', "
+                                "got 'some'"),
+    ("evaluator.cpus_per_replica=0", "evaluator.cpus_per_replica must be positive, got 0"),
+    ("evaluator.cpus_per_replica=1.5", "evaluator.cpus_per_replica must be an integer, got 1.5"),
+    ("evaluator.max_queue=0", "evaluator.max_queue must be positive, got 0"),
+    ("evaluator.max_queue=-4", "evaluator.max_queue must be positive, got -4"),
+    ("evaluator.max_in_flight=0", "evaluator.max_in_flight must be positive, got 0"),
+    ("evaluator.max_in_flight=true", "evaluator.max_in_flight must be an integer, got True"),
+    ("search.agents_per_actor=0", "search.agents_per_actor must be positive, got 0"),
+    ("search.agents_per_actor=many", "search.agents_per_actor must be an integer, got 'many'"),
+])
+def test_bad_pool_values_are_refused(override: str, message: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as info:
+        settings_from_config(_compose(override), base_dir=tmp_path)
+    assert str(info.value) == message
+    assert info.value.key == override.split("=")[0]

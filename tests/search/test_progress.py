@@ -164,3 +164,14 @@ def test_exit_codes() -> None:
                     lost_agents=(1,)).exit_code == 1
     assert _summary(lost_agents=(1,)).exit_code == 0  # one agent lost: the run still counts
     assert _summary().query_command == "sr-dist-query /tmp/x --run r"
+
+
+def test_progress_line_shows_the_evaluator_queue_once_something_queued() -> None:
+    import dataclasses
+
+    base = "[01:15] 1,234 candidates | 85.2 fits/s | best val NMSE 0.000314 x*y | agents 1/2"
+    assert format_progress(dataclasses.replace(SNAP, queue_depth=5)) == base
+    one = dataclasses.replace(SNAP, queue_depth=1234, queue_p99_s=0.0404)
+    assert format_progress(one) == base + " | queue 1,234 p99 40 ms"
+    pool = dataclasses.replace(one, replicas=3, queue_depth=0, queue_p99_s=0.0)
+    assert format_progress(pool) == base + " | queue 0 p99 0 ms on 3 replicas"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sr_dist.candidate import Candidate
-from sr_dist.search.report import best_candidate, parsimony_lines
+from sr_dist.search.report import best_candidate, parsimony_lines, pool_lines
 
 
 def _row(cid: str, expression: str, complexity: int, val: float) -> dict[str, object]:
@@ -43,3 +43,36 @@ def test_the_best_candidate_is_checked_against_the_ground_truth_only_when_nearly
     assert best_candidate(wrong, _Problem()).recovered is False  # type: ignore[union-attr]
     assert best_candidate(FRONT[1], _Problem()).recovered is False  # type: ignore[union-attr]
     assert best_candidate(None, _Problem()) is None
+
+
+def _pool_stats(replicas: int, held: int = 0) -> dict[str, object]:
+    rows = [{"replica": i, "node_id": f"{i}abcdef0123456789", "search_fits": 1200 + i,
+             "cache_hits": 30, "batches": 40, "queue_wait": {"count": 9, "p99_s": 0.05 * (i + 1)},
+             "fits_per_s": 12.34} for i in range(replicas)]
+    return {"queue_wait": {"count": 20, "p50_s": 0.0012, "p95_s": 0.0199, "p99_s": 0.25},
+            "held_back": {"requests": held}, "per_replica": rows}
+
+
+def test_pool_lines_show_the_queue_wait_and_a_line_per_replica() -> None:
+    assert pool_lines(_pool_stats(1)) == ["evaluator queue wait: p50 1 ms, p95 20 ms, p99 250 ms"]
+    lines = pool_lines(_pool_stats(2, held=1500))
+    assert lines[0] == ("evaluator queue wait: p50 1 ms, p95 20 ms, p99 250 ms; 1,500 requests "
+                        "waited for room")
+    assert lines[1:] == [
+        "  replica 0 (node 0abcdef0): 1,200 fits, 12.3 fits/s, 30 cache hits, 40 batches, "
+        "queue p99 50 ms",
+        "  replica 1 (node 1abcdef0): 1,201 fits, 12.3 fits/s, 30 cache hits, 40 batches, "
+        "queue p99 100 ms",
+    ]
+
+
+def test_pool_lines_without_waits_or_stats() -> None:
+    assert pool_lines({}) == []
+    assert pool_lines({"queue_wait": {"count": 0}}) == []
+    stats = _pool_stats(2)
+    for row in stats["per_replica"]:  # type: ignore[attr-defined]
+        del row["fits_per_s"]
+        row["node_id"] = None
+        row["queue_wait"] = {}
+    assert pool_lines(stats)[1] == ("  replica 0 (node ?): 1,200 fits, 30 cache hits, 40 batches, "
+                                    "queue p99 -")
