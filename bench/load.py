@@ -16,7 +16,7 @@ per second, distinct structures fitted per second, the evaluator queue's wait pe
 wait to be admitted (where a saturated pool makes agents wait) and of a whole fit request,
 rows the agents sent against rows written, and what gave out first when something did.
 
-Then the evaluator-bound pair: unique formulas, no model latency, a dataset large enough that
+First the evaluator-bound pair: unique formulas, no model latency, a dataset large enough that
 fitting dominates, run with ``evaluator.replicas=1`` and ``2`` in this process (after an
 unreported warm-up run that fills the JAX compilation cache), and the ratio of their fits/s.
 
@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problem", default="feynman:I.6.2")
     parser.add_argument("--rows", type=int, default=2000, help="dataset rows of the load runs")
     parser.add_argument("--replicas", type=int, default=2, help="evaluator replicas of the load runs")
-    parser.add_argument("--seconds", type=float, default=900, help="time budget per load run")
+    parser.add_argument("--seconds", type=float, default=600, help="time budget per load run")
     parser.add_argument("--queue-target", type=float, default=0.25,
                         help="evaluator.max_queue_s of the load runs (0: none)")
     parser.add_argument("--no-bound", action="store_true", help="skip the evaluator-bound pair")
@@ -357,16 +357,18 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     load1 = os.getloadavg()[0]
     rows: list[Row] = []
-    for n in args.agents:
-        print(f"load: {n:,} agents ...", flush=True)
-        rows.append(measure(
-            f"{n:,} agents", agents=n, processes=args.processes, turns=args.turns,
-            formulas=args.formulas, duplicate_share=args.duplicate_share, latency=args.latency,
-            spread=args.spread, problem=args.problem, rows=args.rows, replicas=args.replicas,
-            seconds=args.seconds, seed=args.seed, queue_s=args.queue_target or None))
-        print(table(rows[-1:]), flush=True)
     ratio = None
-    if not args.no_bound:
+
+    def save() -> None:
+        text = table(rows) + ("\n\n" + ratio if ratio else "") + "\n"
+        if args.markdown:
+            args.markdown.write_text(text)
+        if args.json:
+            args.json.write_text(json.dumps([asdict(r) | {"candidates_per_s": r.candidates_per_s,
+                                                          "fits_per_s": r.fits_per_s}
+                                             for r in rows], indent=2))
+
+    if not args.no_bound:  # first: the most sensitive to a busy machine, and the acceptance
         bound = dict(agents=args.bound_agents, processes=2, turns=100_000,
                      formulas=args.bound_formulas, duplicate_share=0.0, latency=0.0, spread=0.0,
                      problem=args.problem, rows=args.bound_rows, seed=args.seed + 1,
@@ -377,6 +379,17 @@ def main(argv: list[str] | None = None) -> int:
         two = measure("evaluator-bound, 2 replicas", replicas=2, seconds=args.bound_seconds, **bound)
         rows += [one, two]
         ratio = ratio_line(one, two)
+        print(table(rows) + "\n" + ratio, flush=True)
+        save()
+    for n in args.agents:
+        print(f"load: {n:,} agents ...", flush=True)
+        rows.append(measure(
+            f"{n:,} agents", agents=n, processes=args.processes, turns=args.turns,
+            formulas=args.formulas, duplicate_share=args.duplicate_share, latency=args.latency,
+            spread=args.spread, problem=args.problem, rows=args.rows, replicas=args.replicas,
+            seconds=args.seconds, seed=args.seed, queue_s=args.queue_target or None))
+        print(table(rows[-1:]), flush=True)
+        save()
     text = table(rows)
     print()
     print(text)
@@ -384,12 +397,6 @@ def main(argv: list[str] | None = None) -> int:
         print(ratio)
     print(f"(load average {load1:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
           f"{time.monotonic() - started:.0f} s in all)")
-    if args.markdown:
-        args.markdown.write_text(text + ("\n\n" + ratio if ratio else "") + "\n")
-    if args.json:
-        args.json.write_text(json.dumps([asdict(r) | {"candidates_per_s": r.candidates_per_s,
-                                                      "fits_per_s": r.fits_per_s} for r in rows],
-                                        indent=2))
     return 0
 
 

@@ -66,6 +66,14 @@ class EvaluatorActor:
     """The shared evaluator (see the module docstring)."""
 
     def __init__(self, dataset: Any, settings: EvaluatorSettings, replica: int = 0) -> None:
+        from sr_dist.search.pool_plan import replica_cores
+
+        cores = (replica_cores(replica, settings.cpus_per_replica, sorted(os.sched_getaffinity(0)))
+                 if settings.device == "cpu" else None)
+        if cores is not None:  # before JAX starts: XLA sizes its thread pool from this
+            os.sched_setaffinity(0, cores)
+        self._cores = cores
+
         from sr_dist.evaluator import Evaluator
         from sr_dist.search.service import BatchingEvaluator
 
@@ -117,6 +125,7 @@ class EvaluatorActor:
         merged["replica"] = self._replica
         merged["node_id"] = self._node
         merged["xla_flags"] = os.environ.get("XLA_FLAGS", "")
+        merged["cores"] = list(self._cores) if self._cores else None
         return merged
 
     async def close(self) -> None:

@@ -175,7 +175,7 @@ class EvaluatorPool:
             wait = 0.0 if survivors > 0 else pause
             if self._clock() - start + wait > self._retry_s:
                 raise EvaluatorUnavailable(
-                    f"the evaluator replicas kept failing for {self._retry_s:.0f} s "
+                    f"the evaluator replicas kept failing for {self._retry_s:g} s "
                     f"({len(failed)} formula(s) unfitted); is the cluster short of resources?")
             self.resends += len(failed)
             if wait:

@@ -21,10 +21,10 @@ __all__ = ["merge_replica_stats", "replica_row", "stats_for_record"]
 #: Evaluator counters that add up across replicas.
 _SUMMED = ("compiles", "compile_s", "fits", "cache_hits", "submitted", "invalid", "errors",
            "nonfinite", "batches", "fit_s", "evaluations", "cache_entries", "queue_depth",
-           "busy_s", "failed_batches", "search_fits", "fits_per_s")
+           "busy_s", "failed_batches", "search_fits", "fits_per_s", "recent_formulas_per_s")
 _BATCHING_SUMMED = ("requests", "formulas", "batches", "batched_formulas", "mixed_agent_batches",
                     "duplicate_formulas", "cross_agent_duplicates", "queue_depth",
-                    "max_queue_depth", "in_flight_requests")
+                    "in_flight_requests")
 #: Latency summaries (histograms) that merge across replicas.
 _LATENCIES = ("queue_wait", "latency")
 
@@ -83,11 +83,16 @@ def merge_replica_stats(replicas: Sequence[Mapping[str, Any]],
     batching["batch_sizes"] = dict(sorted(sizes.items()))
     batching["mean_batch_size"] = (batching["batched_formulas"] / batching["batches"]
                                    if batching["batches"] else 0.0)
+    # The deepest one replica's queue got (a sum would count depths of different moments).
+    batching["max_queue_depth"] = max(int(_num(b.get("max_queue_depth"))) for b in batchings)
     merged["batching"] = batching
-    merged["mean_batch_size"] = batching["mean_batch_size"]
+    # The evaluators' own mean (warm-up and pre-fit batches included), as one evaluator had it.
+    own = sum(_num(r.get("mean_batch_size")) * _num(r.get("batches")) for r in rows)
+    merged["mean_batch_size"] = own / merged["batches"] if merged["batches"] else 0.0
     for key in _LATENCIES:
         merged[key] = LatencyHistogram.from_summaries(
             dict(r.get(key, {})) for r in rows).summary()
+    batching["queue_wait"] = merged["queue_wait"]
     held = [dict(r.get("held_back", {})) for r in rows]
     merged["held_back"] = {
         "requests": int(sum(_num(h.get("requests")) for h in held)),

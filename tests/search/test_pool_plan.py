@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sr_dist.search.pool_plan import replica_bundle, resolve_replicas, xla_env
+from sr_dist.search.pool_plan import replica_bundle, replica_cores, resolve_replicas, xla_env
 
 
 @pytest.mark.parametrize("device", ["cpu", "gpu"])
@@ -59,23 +59,29 @@ def test_the_bundle_reserves_cores_on_cpu_and_a_gpu_share_on_gpu() -> None:
 
 def test_one_thread_turns_eigen_multithreading_off() -> None:
     flags = xla_env(1)["XLA_FLAGS"].split()
-    assert "--xla_cpu_multi_thread_eigen=false" in flags
-    assert "intra_op_parallelism_threads=1" in flags
+    assert flags == ["--xla_cpu_multi_thread_eigen=false"]  # only flags XLA knows
     assert set(xla_env(1)) == {"XLA_FLAGS"}
 
 
 def test_several_threads_keep_eigen_multithreading() -> None:
     flags = xla_env(4)["XLA_FLAGS"].split()
-    assert "--xla_cpu_multi_thread_eigen=true" in flags
-    assert "intra_op_parallelism_threads=4" in flags
+    assert flags == ["--xla_cpu_multi_thread_eigen=true"]
+
+
+def test_replicas_on_one_node_pin_disjoint_cores() -> None:
+    cores = list(range(8))
+    assert replica_cores(0, 2, cores) == (0, 1) and replica_cores(1, 2, cores) == (2, 3)
+    assert replica_cores(3, 2, cores) == (6, 7) and replica_cores(4, 2, cores) == (0, 1)
+    assert replica_cores(1, 3, [4, 5, 6, 7]) == (7, 4, 5)  # wraps round the node's cores
+    assert replica_cores(0, 1, cores) is None  # one thread: free to move to an idle core
+    assert replica_cores(0, 4, [0, 1, 2, 3]) is None  # the whole node: nothing to pin
 
 
 def test_user_flags_stay_in_front() -> None:
     user = "--xla_dump_to=/tmp/dump  --xla_force_host_platform_device_count=2"
     flags = xla_env(2, inherited=f"  {user} ")["XLA_FLAGS"]
     assert flags.startswith(user)
-    assert flags.split()[-2:] == ["--xla_cpu_multi_thread_eigen=true",
-                                  "intra_op_parallelism_threads=2"]
+    assert flags.split()[-1:] == ["--xla_cpu_multi_thread_eigen=true"]
     assert not xla_env(1, inherited="   ")["XLA_FLAGS"].startswith(" ")
 
 

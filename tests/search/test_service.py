@@ -325,12 +325,6 @@ def test_latency_summaries_over_the_real_evaluator(evaluator: Evaluator) -> None
     assert stats["latency"]["max_s"] >= stats["queue_wait"]["max_s"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BatchingEvaluator admission is not first-come-first-served: a request held back by "
-    "max_queue is re-checked only after a batch is taken, and by then the callers whose "
-    "results just came back have already refilled the queue (a new request is admitted "
-    "whenever it fits, ahead of the waiting ones), so under steady load a request that needs "
-    "the queue to drain, e.g. one of max_queue formulas, waits until the load stops"))
 def test_a_held_back_request_is_not_overtaken_by_later_ones() -> None:
     service = BatchingEvaluator(_SlowEvaluator(0.005), max_batch=2, max_wait_s=0.0, max_queue=4)
     order: list[str] = []
