@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                                              for r in rows], indent=2))
 
     if not args.no_bound:  # first: the most sensitive to a busy machine, and the acceptance
-        bound = dict(agents=args.bound_agents, processes=2, turns=100_000,
+        bound = dict(agents=args.bound_agents, processes=2, turns=400,
                      formulas=args.bound_formulas, duplicate_share=0.0, latency=0.0, spread=0.0,
                      problem=args.problem, rows=args.bound_rows, seed=args.seed + 1,
                      queue_s=None)

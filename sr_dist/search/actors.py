@@ -68,8 +68,9 @@ class EvaluatorActor:
     def __init__(self, dataset: Any, settings: EvaluatorSettings, replica: int = 0) -> None:
         from sr_dist.search.pool_plan import replica_cores
 
+        pin = settings.device == "cpu" and hasattr(os, "sched_setaffinity")  # Linux only
         cores = (replica_cores(replica, settings.cpus_per_replica, sorted(os.sched_getaffinity(0)))
-                 if settings.device == "cpu" else None)
+                 if pin else None)
         if cores is not None:  # before JAX starts: XLA sizes its thread pool from this
             os.sched_setaffinity(0, cores)
         self._cores = cores

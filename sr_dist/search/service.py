@@ -82,6 +82,17 @@ def search_warmup(feature_names: Sequence[str], const_buckets: Sequence[int]) ->
     return warmup_formulas(feature_names[0], counts, avoid=feature_names)
 
 
+class _Waiter:
+    """A request waiting to be admitted (see ``BatchingEvaluator._wait_for_room``)."""
+
+    __slots__ = ("size", "event", "admitted")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.event = asyncio.Event()
+        self.admitted = False
+
+
 class BatchingEvaluator:
     """Micro-batches concurrent ``fit_many`` calls into one evaluator (see module docstring).
 
@@ -121,9 +132,10 @@ class BatchingEvaluator:
         #: ``max_queue_s`` into a queue bound and a batch size.
         self._rate: float | None = None
         self._recent: collections.deque[tuple[int, float]] = collections.deque(maxlen=_RATE_WINDOW)
-        self._space: asyncio.Condition | None = None
-        #: Requests waiting to be admitted, oldest first.
-        self._line: collections.deque[object] = collections.deque()
+        #: Requests waiting to be admitted, oldest first, and the formulas of those admitted
+        #: but not yet queued.
+        self._line: collections.deque[_Waiter] = collections.deque()
+        self._reserved = 0
         self._held_back = 0
         self._hold = LatencyHistogram()
         self._latency = LatencyHistogram()
@@ -163,13 +175,13 @@ class BatchingEvaluator:
         except asyncio.CancelledError:
             self._batcher.cancel(ticket)
             self._futures.pop(ticket, None)
-            await self._made_room()
+            self._admit()
             raise
         self._latency.record(self._clock() - arrived)
         return results
 
     def _full(self, size: int) -> bool:
-        depth = self._batcher.queue_depth
+        depth = self._batcher.queue_depth + self._reserved
         if depth == 0:
             return False
         if self._max_queue is not None and depth + size > self._max_queue:
@@ -186,26 +198,34 @@ class BatchingEvaluator:
     async def _wait_for_room(self, size: int, arrived: float) -> None:
         """Admit a request of ``size`` formulas: at once when there is room and nobody is
         waiting, otherwise in arrival order (first come, first admitted: a large request
-        waiting for the queue to drain is not overtaken by small ones forever)."""
+        waiting for the queue to drain is not overtaken by small ones forever). Each waiter
+        has its own event and only the admitted ones are woken, so thousands of waiting
+        requests cost nothing per batch."""
         if not self._line and not self._full(size):
             return
-        if self._space is None:
-            self._space = asyncio.Condition()
         self._held_back += 1
-        me = object()
-        self._line.append(me)
+        waiter = _Waiter(size)
+        self._line.append(waiter)
         try:
-            async with self._space:
-                await self._space.wait_for(lambda: self._line[0] is me and not self._full(size))
-        finally:
-            self._line.remove(me)
-            await self._made_room()  # the next in line may fit now
+            await waiter.event.wait()
+        except asyncio.CancelledError:
+            if waiter.admitted:
+                self._reserved -= size
+            else:
+                self._line.remove(waiter)
+            self._admit()
+            raise
+        self._reserved -= size  # the caller queues its formulas next, without yielding
         self._hold.record(self._clock() - arrived)
 
-    async def _made_room(self) -> None:
-        if self._space is not None:
-            async with self._space:
-                self._space.notify_all()
+    def _admit(self) -> None:
+        """Admit waiting requests, oldest first, while they fit (their formulas count as
+        queued from here until they are submitted)."""
+        while self._line and not self._full(self._line[0].size):
+            waiter = self._line.popleft()
+            waiter.admitted = True
+            self._reserved += waiter.size
+            waiter.event.set()
 
     def expect(self, agent_ids: Sequence[int]) -> None:
         """The agents still running: a batch goes as soon as each has a request queued."""
@@ -314,7 +334,7 @@ class BatchingEvaluator:
                 continue
             batch = self._batcher.take(self._clock(), idle_since=self._idle_since, limit=limit)
             if batch is not None:
-                await self._made_room()
+                self._admit()
                 await self._run(batch)
 
     async def _run(self, batch: Batch) -> None:
