@@ -9,9 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[None]:
-    """A real local Ray cluster for one test module (token auth off: it is this machine's own)."""
+    """A real local Ray cluster shared by the test modules that ask for it (token auth off: it
+    is this machine's own); every test ends the actors of its runs."""
     import ray
 
     os.environ["RAY_AUTH_MODE"] = "disabled"

@@ -6,6 +6,7 @@ with ``sr-dist-query``, a sweep, Ctrl-C, and a two-node cluster started with ``r
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -107,14 +108,14 @@ def test_user_csv_then_query(tmp_path: Path) -> None:
 
 
 def test_multirun_sweep_shares_one_results_path(tmp_path: Path) -> None:
-    done = _run(_sr_dist("--multirun", "search.seed=0,1",
-                         "dataset.source=feynman:I.12.11,feynman:I.6.2",
+    # Two runs, each sweeping a key of its own (a sweep is one sr-dist run per combination).
+    done = _run(_sr_dist("--multirun", "search.seed=0,1", "dataset.source=feynman:I.12.11",
                          "search.max_seconds=4", "results.path=sweep"), tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     con = duckdb_connection(tmp_path / "sweep")
     runs = con.sql("SELECT run_id, dataset, status, candidates FROM runs ORDER BY run_id").fetchall()
-    assert len(runs) == 4 and len({r[0] for r in runs}) == 4
-    assert {r[1] for r in runs} == {"feynman:I.12.11", "feynman:I.6.2"}
+    assert len(runs) == 2 and len({r[0] for r in runs}) == 2
+    assert {r[1] for r in runs} == {"feynman:I.12.11"}
     assert all(r[2] == "completed" for r in runs)
     per_run = dict(con.sql("SELECT run_id, count(*) FROM candidates GROUP BY run_id").fetchall())
     # Every runs row counts its own rows; a 4 s run on a loaded machine may have written none.
@@ -222,15 +223,22 @@ def test_search_on_a_two_node_cluster(two_node_cluster: tuple[str, dict[str, str
     done = subprocess.run(
         _sr_dist(f"ray.address={address}", "ray.auth_mode=token", "search.agents=2",
                  "dataset.source=feynman:I.6.2", "search.target_nmse=null",
-                 "search.max_candidates=192", "search.max_seconds=120", "results.path=out"),
+                 "search.max_candidates=192", "search.max_seconds=120", "results.path=out",
+                 "evaluator.replicas=2"),
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     con = duckdb_connection(tmp_path / "out")
-    (status, reason, candidates), = con.sql(
-        "SELECT status, stop_reason, candidates FROM runs").fetchall()
+    (status, reason, candidates, stats), = con.sql(
+        "SELECT status, stop_reason, candidates, evaluator_stats FROM runs").fetchall()
     assert status == "completed" and reason == "max_candidates" and candidates >= 192
     agents = {r[0] for r in con.sql("SELECT DISTINCT agent_id FROM candidates").fetchall()}
     assert agents == {0, 1}
+    rows, distinct = con.execute("SELECT count(*), count(DISTINCT candidate_id) FROM candidates").fetchone()
+    assert rows == distinct == candidates
+    # Issue 13: the two evaluator replicas (one CPU each) were placed one per node, both fitted.
+    replicas = json.loads(stats)["per_replica"]
+    assert len(replicas) == 2 and len({r["node_id"] for r in replicas}) == 2, replicas
+    assert all(r["search_fits"] > 0 for r in replicas), replicas
 
 
 def test_the_config_groups_ship_in_the_wheel(tmp_path: Path) -> None:

@@ -159,7 +159,7 @@ def test_an_interrupted_run_resumes_under_its_id(ray_cluster: None, tmp_path: Pa
                                                  replicas: int) -> None:
     run_id = f"fault-resume-{replicas}"
     pool = f"evaluator.replicas={replicas}"
-    first = run_search(_cfg(tmp_path, "search.agents=2", "search.max_candidates=150",
+    first = run_search(_cfg(tmp_path, "search.agents=2", "search.max_candidates=100",
                             "search.max_seconds=240", "search.target_nmse=null", pool),
                        stream=io.StringIO(), handle_signals=False, run_id=run_id)
     before, distinct_before, _ = _counts(tmp_path, run_id)
@@ -174,7 +174,7 @@ def test_an_interrupted_run_resumes_under_its_id(ray_cluster: None, tmp_path: Pa
 
     out = io.StringIO()
     second = run_search(_cfg(tmp_path, "run.resume=" + run_id, "search.agents=2",
-                             "search.max_candidates=150", "search.max_seconds=240",
+                             "search.max_candidates=100", "search.max_seconds=240",
                              "search.target_nmse=null", pool),
                         stream=out, handle_signals=False)
 
