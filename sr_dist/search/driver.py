@@ -182,10 +182,13 @@ class Driver:
         short = {k: v for k, v in need.items() if float(resources.get(k, 0.0)) < v}
         if short and self.settings.ray.starts_cluster:
             what, amount = next(iter(short.items()))
+            fix = ("lower evaluator.replicas (or evaluator.cpus_per_replica), or raise "
+                   "ray.num_cpus" if what == "CPU" else "lower evaluator.replicas or "
+                   "evaluator.num_gpus, or join a cluster with GPUs (ray.address)")
             raise SearchError(
                 f"evaluator.replicas={count} needs {amount:g} {what} in all (per replica: "
                 f"{bundle}) and this machine's cluster has {float(resources.get(what, 0)):g}: "
-                "lower evaluator.replicas (or evaluator.cpus_per_replica), or raise ray.num_cpus")
+                + fix)
         if short:
             self.say(f"sr-dist: the cluster has {dict(resources)} and {count} evaluator "
                      f"replica(s) need {need}; waiting up to {EVALUATOR_START_S:.0f} s for nodes")

@@ -191,3 +191,15 @@ def test_llm_agents_share_processes_through_the_real_openai_path(ray_cluster: No
     assert served["agents"] == 6 and served["errors"] == 0 and served["requests"] == 12
     assert summary.rows_sent == summary.candidates == summary.writer["rows_written"] == 6 * 2 * 4
     assert summary.evaluator["cache_hits"] > 0  # agents proposed some of the same formulas
+
+
+def test_more_replicas_than_the_local_cluster_holds_fail_at_once(ray_cluster: None,
+                                                                  tmp_path: Path) -> None:
+    from sr_dist.search import SearchError
+
+    # The session's cluster has 2 CPUs; three one-core replicas can never be placed.
+    with pytest.raises(SearchError, match=r"evaluator.replicas=3 needs 3 CPU .*ray.num_cpus"):
+        run_search(_cfg(tmp_path, "evaluator.replicas=3", "search.max_seconds=5"),
+                   stream=io.StringIO(), handle_signals=False, run_id="test-too-many-replicas")
+    record = read_run(tmp_path, "test-too-many-replicas")
+    assert record is not None and record.status == "failed"
