@@ -111,7 +111,6 @@ class Driver:
         self.writer_stats: dict[str, Any] = {}
         self.fits_per_s = 0.0
         self._last_stats: tuple[float, int] | None = None
-        self._last_replica_fits: dict[int, tuple[float, int]] = {}
         self.replica_stats: dict[int, dict[str, Any]] = {}
         #: Instance tokens seen per replica (a new token is a restart).
         self.evaluator_instances: dict[int, list[str]] = {}
@@ -235,11 +234,6 @@ class Driver:
     def _start_evaluator(self) -> None:
         """Wait for the evaluator actor (and its warm-up); a clear error if it cannot start."""
         s = self.settings.evaluator
-        if s.device == "gpu":
-            gpus = float(ray.cluster_resources().get("GPU", 0.0))
-            if gpus < s.num_gpus:
-                self.say(f"sr-dist: the cluster has {gpus:g} GPU(s) and the evaluator needs "
-                         f"{s.num_gpus:g}; waiting up to {EVALUATOR_START_S:.0f} s for a GPU node")
         calls = [h.warmup.remote() if s.warmup else h.stats.remote() for h in self.evaluators]
         if s.warmup:
             replicas = f"{len(calls)} evaluator replicas" if len(calls) > 1 else "the evaluator"

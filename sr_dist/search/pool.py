@@ -199,10 +199,6 @@ class EvaluatorClient:
         self._agent_id = int(agent_id)
         self._slots = threading.BoundedSemaphore(max_in_flight)
 
-    @property
-    def resends(self) -> int:
-        return self._pool.resends
-
     def fit_many(self, expressions: list[str]) -> list[Any]:
         with self._slots:
             return self._pool.fit_many(expressions, self._agent_id)
