@@ -31,7 +31,12 @@ from sr_dist.search.errors import SearchError
 from sr_dist.search.pool_plan import replica_bundle, resolve_replicas, xla_env
 from sr_dist.search.pool_stats import merge_replica_stats
 from sr_dist.search.progress import ProgressReporter, ProgressSnapshot, TallySnapshot
-from sr_dist.search.ray_setup import agent_actor_name, cpu_env, evaluator_actor_name
+from sr_dist.search.ray_setup import (
+    agent_actor_name,
+    cpu_env,
+    evaluator_actor_name,
+    writer_actor_name,
+)
 from sr_dist.search.resume import ResumeState, session_seed
 from sr_dist.search.routing import route
 from sr_dist.search.settings import Settings
@@ -133,7 +138,7 @@ class Driver:
         dataset_ref = ray.put(dataset)
         here = ray.get_runtime_context().get_node_id()
         self.writer = ResultWriter.options(  # type: ignore[attr-defined]
-            num_cpus=0, runtime_env=cpu_env(), name=None,
+            num_cpus=0, runtime_env=cpu_env(), name=writer_actor_name(self.run_id),
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
         ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s)
         self._start_pool(dataset_ref)

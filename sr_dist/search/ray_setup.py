@@ -14,7 +14,14 @@ from typing import Any
 from sr_dist.search.errors import SearchError
 from sr_dist.search.settings import Settings
 
-__all__ = ["agent_actor_name", "cpu_env", "evaluator_actor_name", "init_ray", "set_auth_mode"]
+__all__ = [
+    "agent_actor_name",
+    "cpu_env",
+    "evaluator_actor_name",
+    "init_ray",
+    "set_auth_mode",
+    "writer_actor_name",
+]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +79,12 @@ def evaluator_actor_name(run_id: str, replica: int = 0) -> str:
     """The Ray name of a run's evaluator replica (fault-injection tests look it up): replica 0
     keeps the name the lone evaluator always had, ``sr-dist:<run_id>:evaluator``."""
     return f"sr-dist:{run_id}:evaluator" + (f"-{replica}" if replica else "")
+
+
+def writer_actor_name(run_id: str) -> str:
+    """The Ray name of a run's result writer (the soak bench reads its memory, fault tests kill
+    it)."""
+    return f"sr-dist:{run_id}:writer"
 
 
 def cpu_env() -> dict[str, Any]:
