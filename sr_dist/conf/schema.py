@@ -355,6 +355,11 @@ class SearchConfig(_Group):
     #: ``evolve`` (its turns compute on the CPU); raise it for agents that wait on a remote
     #: model (docs/scaling.md).
     agents_per_actor: int = 1
+    #: Start a lost agent again (its actor died, its node was lost) on a surviving node, with
+    #: a fresh context seeded from its best rows so far (docs/reliability.md).
+    restart_lost_agents: bool = True
+    #: Restarts per agent before a lost agent stays lost.
+    max_agent_restarts: int = 3
 
     def __post_init__(self) -> None:
         p = self.GROUP
@@ -378,6 +383,10 @@ class SearchConfig(_Group):
         _set(self, "tools", tool_names(self.tools, f"{p}.tools"))
         _set(self, "agents_per_actor", int_value(self.agents_per_actor, f"{p}.agents_per_actor",
                                                  minimum=1))
+        _set(self, "restart_lost_agents", bool_value(self.restart_lost_agents,
+                                                     f"{p}.restart_lost_agents"))
+        _set(self, "max_agent_restarts", int_value(self.max_agent_restarts,
+                                                   f"{p}.max_agent_restarts", minimum=0))
 
 
 @dataclasses.dataclass(frozen=True)

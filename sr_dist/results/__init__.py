@@ -27,6 +27,7 @@ from sr_dist.results.query import (
 from sr_dist.results.schema import (
     CANDIDATE_SCHEMA,
     OK_STATUS,
+    RUN_OUTCOMES,
     RUN_STATUSES,
     RUNS_SCHEMA,
     RowError,
@@ -35,6 +36,7 @@ from sr_dist.results.schema import (
     candidate_row,
     constants_json,
     normalize_row,
+    status_of,
     utc_now,
 )
 from sr_dist.results.selection import SELECTION_RULES, select_candidate
@@ -58,6 +60,7 @@ __all__ = [
     "OK_STATUS",
     "PARETO_METRICS",
     "RUNS_SCHEMA",
+    "RUN_OUTCOMES",
     "RUN_STATUSES",
     "AddResult",
     "CandidateWriter",
@@ -75,6 +78,7 @@ __all__ = [
     "duckdb_connection",
     "existing_candidate_ids",
     "normalize_row",
+    "status_of",
     "open_results",
     "pareto_front",
     "partition_value",

@@ -24,6 +24,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -35,6 +36,29 @@ OK_STATUS = "ok"
 
 #: Run states written to ``runs.status``.
 RUN_STATUSES: tuple[str, ...] = ("running", "completed", "interrupted", "failed")
+
+#: The agents' own stop reasons a run takes over when every agent ended the same way.
+_AGENT_BUDGET_REASONS = ("max_turns", "max_tool_calls", "max_tokens", "deadline",
+                         "failure_budget", "submitted", "no_tool_calls", "cancelled", "aborted")
+
+#: How a run can end: each ``runs.status`` and the ``stop_reason`` values that go with it (a
+#: closed table; docs/reliability.md prints it and ``RunRecord.finished`` refuses other pairs).
+#: ``completed`` never goes with ``error``: a run that broke is ``failed``.
+RUN_OUTCOMES: Mapping[str, frozenset[str | None]] = MappingProxyType({
+    "running": frozenset({None}),
+    "completed": frozenset({"target_nmse", "max_candidates", "max_seconds", "agents_done",
+                            *_AGENT_BUDGET_REASONS}),
+    "interrupted": frozenset({"interrupted"}),
+    "failed": frozenset({"agents_failed", "error", "write_failed"}),
+})
+
+
+def status_of(stop_reason: str) -> str | None:
+    """The one ``runs.status`` that ``stop_reason`` goes with, or ``None`` if it is unknown."""
+    for status, reasons in RUN_OUTCOMES.items():
+        if stop_reason in reasons:
+            return status
+    return None
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -89,6 +113,9 @@ RUNS_SCHEMA: pa.Schema = pa.schema(
         # JSON: the evaluator pool's stats (totals, queue-wait percentiles, one entry per
         # replica); null while the run is going and in runs written before it existed.
         pa.field("evaluator_stats", pa.string()),
+        # The signal that interrupted the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``); null
+        # otherwise and in runs written before it existed.
+        pa.field("signal", pa.string()),
     ],
     metadata={"sr_dist.table": "runs", "sr_dist.schema_version": "1"},
 )
@@ -326,6 +353,8 @@ class RunRecord:
     sr_dist_version: str = __version__
     #: The evaluator pool's stats as JSON text (``with_evaluator_stats``).
     evaluator_stats: str | None = None
+    #: The name of the signal that interrupted the run (``status == "interrupted"``).
+    signal: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -337,11 +366,18 @@ class RunRecord:
         stop_reason: str | None,
         ended_at: datetime | None = None,
         error: str | None = None,
+        signal: str | None = None,
     ) -> RunRecord:
-        """This record marked as ended (``completed``, ``interrupted`` or ``failed``)."""
+        """This record marked as ended (``completed``, ``interrupted`` or ``failed``); the pair
+        of ``status`` and ``stop_reason`` must be one of ``RUN_OUTCOMES``."""
+        if status == "running" or stop_reason not in RUN_OUTCOMES.get(status, ()):
+            allowed = sorted(str(r) for r in RUN_OUTCOMES.get(status, ()))
+            raise ValueError(f"a run cannot end {status!r} with stop_reason {stop_reason!r} "
+                             f"(allowed with {status!r}: {allowed}; see RUN_OUTCOMES)")
         end = ended_at if ended_at is not None else utc_now()
         return dataclasses.replace(
-            self, status=status, stop_reason=stop_reason, ended_at=end, error=error
+            self, status=status, stop_reason=stop_reason, ended_at=end, error=error,
+            signal=signal if status == "interrupted" else None,
         )
 
     def with_best(self, best: Mapping[str, Any] | None, candidates: int) -> RunRecord:

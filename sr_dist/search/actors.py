@@ -32,6 +32,7 @@ import logging
 import os
 import secrets
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ __all__ = [
     "ResultWriter",
     "WriterSink",
     "canonical_key",
+    "fetch_dataset",
 ]
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,14 @@ MAX_ROWS_IN_FLIGHT = 8
 SPARE_THREADS = 8
 
 
+def fetch_dataset(dataset: Any) -> Any:
+    """The dataset an actor was given: the value itself, or ``(ref,)``, a reference the driver
+    owns for the whole run, which the actor fetches here (on a restart too)."""
+    if isinstance(dataset, tuple) and len(dataset) == 1 and isinstance(dataset[0], ray.ObjectRef):
+        return ray.get(dataset[0])
+    return dataset
+
+
 @ray.remote
 class EvaluatorActor:
     """The shared evaluator (see the module docstring)."""
@@ -68,6 +78,7 @@ class EvaluatorActor:
     def __init__(self, dataset: Any, settings: EvaluatorSettings, replica: int = 0) -> None:
         from sr_dist.search.pool_plan import replica_cores
 
+        dataset = fetch_dataset(dataset)
         pin = settings.device == "cpu" and hasattr(os, "sched_setaffinity")  # Linux only
         cores = (replica_cores(replica, settings.cpus_per_replica, sorted(os.sched_getaffinity(0)))
                  if pin else None)
@@ -96,7 +107,9 @@ class EvaluatorActor:
         self._instance = f"{os.getpid()}-{secrets.token_hex(3)}"
         context = ray.get_runtime_context()
         self._node = context.get_node_id()
-        self._restarted = bool(context.was_current_actor_reconstructed)
+        with warnings.catch_warnings():  # Ray's own property reads its deprecated actor_id
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self._restarted = bool(context.was_current_actor_reconstructed)
         if self._restarted:
             log.warning("evaluator replica %d restarted (instance %s); resuming service",
                         self._replica, self._instance)
@@ -236,6 +249,7 @@ class AgentActor:
                  writer: Any, max_in_flight: int = 4) -> None:
         from sr_dist.search.pool import EvaluatorPool
 
+        dataset = fetch_dataset(dataset)
         self._dataset = dataset
         self._pool = EvaluatorPool(evaluators, dataset.feature_names)
         self._hosted = {int(spec.agent_id): _Hosted(spec, writer, self._pool, max_in_flight)

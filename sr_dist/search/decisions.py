@@ -10,9 +10,18 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sr_dist.agent import StopReason
+from sr_dist.results import RUN_OUTCOMES, status_of
 from sr_dist.search.settings import SearchSettings
 
-__all__ = ["FAILURE_REASONS", "decide_stop", "final_status", "is_failure_reason", "new_run_id"]
+__all__ = [
+    "FAILURE_REASONS",
+    "RUN_OUTCOMES",
+    "decide_stop",
+    "final_outcome",
+    "final_status",
+    "is_failure_reason",
+    "new_run_id",
+]
 
 #: Agent stop reasons that mean the agent could not go on (not a budget or a finished search).
 FAILURE_REASONS = ("error", StopReason.INTERNAL_ERROR.value, "lost")
@@ -50,17 +59,31 @@ def decide_stop(
             return "agents_failed"
         if len(reasons) == 1:
             (only,) = reasons
-            return only
+            if status_of(only) == "completed":  # every agent hit the same budget
+                return only
         return "agents_done"
     if elapsed_s >= budget.max_seconds:
         return "max_seconds"
     return None
 
 
-def final_status(stop_reason: str, *, signal_number: int | None, error: str | None) -> str:
-    """The ``runs.status`` for how a run ended."""
+def final_outcome(stop_reason: str, *, signal_number: int | None,
+                  error: str | None) -> tuple[str, str]:
+    """``(status, stop_reason)`` of how a run ended, always a pair of ``RUN_OUTCOMES``.
+
+    A signal wins (``interrupted``); a run that raised is ``failed`` with ``error`` (or the
+    more precise ``write_failed``); a reason outside the table is a bug reported as ``error``.
+    """
     if signal_number is not None:
-        return "interrupted"
-    if error is not None or stop_reason == "agents_failed":
-        return "failed"
-    return "completed"
+        return "interrupted", "interrupted"
+    status = status_of(stop_reason)
+    if error is not None and status != "failed":
+        return "failed", "error"
+    if status is None or status == "running" or status == "interrupted":
+        return "failed", "error"
+    return status, stop_reason
+
+
+def final_status(stop_reason: str, *, signal_number: int | None, error: str | None) -> str:
+    """The ``runs.status`` for how a run ended (see :func:`final_outcome`)."""
+    return final_outcome(stop_reason, signal_number=signal_number, error=error)[0]

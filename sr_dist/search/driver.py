@@ -41,7 +41,7 @@ from sr_dist.search.resume import ResumeState, session_seed
 from sr_dist.search.routing import route
 from sr_dist.search.settings import Settings
 
-__all__ = ["Driver", "Interrupts"]
+__all__ = ["STOP_SIGNALS", "Driver", "Interrupts"]
 
 log = logging.getLogger(__name__)
 
@@ -60,29 +60,62 @@ SHUTDOWN_CALL_S = 60.0
 EVALUATOR_TASK_RETRIES = 2
 
 
+#: The signals that stop a run cleanly: Ctrl-C, what ``ray job stop``, Kubernetes and Slurm send,
+#: and a closed terminal (where the platform has them).
+STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 class Interrupts:
-    """Turns the first SIGINT/SIGTERM into a flag the poll loop reads; a second one raises
-    ``KeyboardInterrupt`` (the clean-up in ``finally`` blocks still runs)."""
+    """Turns SIGINT, SIGTERM and SIGHUP into flags the driver reads.
+
+    The first signal asks for a clean stop (``signal``); a second one during the stop skips
+    what is left of the agents' grace period (``hurry``: agents are killed, the writer still
+    flushes and the runs row is still written); a third raises ``KeyboardInterrupt``.
+    ``ray.init`` installs its own SIGTERM handler (a bare ``sys.exit``), so the driver calls
+    :meth:`reinstall` once Ray is up.
+    """
 
     def __init__(self) -> None:
         self.signal: int | None = None
+        self.count = 0
         self._previous: dict[signal.Signals, Any] = {}
+        self._enabled = False
+
+    @property
+    def hurry(self) -> bool:
+        return self.count >= 2
+
+    @property
+    def name(self) -> str | None:
+        """``SIGTERM`` and the like, for the runs row."""
+        return signal.Signals(self.signal).name if self.signal is not None else None
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.signal is not None:
+        self.count += 1
+        if self.signal is None:
+            self.signal = signum
+        if self.count >= 3:
             raise KeyboardInterrupt
-        self.signal = signum
+
+    def reinstall(self) -> None:
+        """Take the signals back (from ``ray.init``, which replaces the SIGTERM handler)."""
+        if self._enabled:
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, self._handle)
 
     @contextlib.contextmanager
     def installed(self, enabled: bool) -> Iterator[Interrupts]:
         if not enabled or threading.current_thread() is not threading.main_thread():
             yield self
             return
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handle)
+        self._enabled = True
         try:
             yield self
         finally:
+            self._enabled = False
             for signum, previous in self._previous.items():
                 signal.signal(signum, previous)
             self._previous.clear()
@@ -111,6 +144,14 @@ class Driver:
         self.pending: dict[Any, int] = {}
         self.outcomes: dict[int, AgentOutcome] = {}
         self.lost: list[int] = []
+        #: Restarts per agent (search.restart_lost_agents) and the rows its lost incarnations
+        #: had written (counted into its outcome's rows_sent).
+        self.restarts: dict[int, int] = {}
+        self.earlier_rows: dict[int, int] = {}
+        self.stopping = False
+        self._dataset: Any = None
+        self._dataset_ref: Any = None
+        self._model_label = ""
         self.tally = TallySnapshot(0, {}, {}, None)
         self.eval_stats: dict[str, Any] = {}
         self.writer_stats: dict[str, Any] = {}
@@ -135,44 +176,57 @@ class Driver:
     def start_actors(self, dataset: Any, model_label: str) -> None:
         s = self.settings
         self._variables = tuple(dataset.feature_names)
-        dataset_ref = ray.put(dataset)
+        self._dataset, self._model_label = dataset, model_label
+        # Owned by the driver and held for the whole run, so a restarted actor (an evaluator
+        # replica, a replacement agent) can always fetch it; actors get it nested in a tuple
+        # and fetch it themselves (``fetch_dataset``), so no actor's constructor arguments
+        # live in the object store, where Ray would not keep them for a restart.
+        self._dataset_ref = ray.put(dataset)
         here = ray.get_runtime_context().get_node_id()
         self.writer = ResultWriter.options(  # type: ignore[attr-defined]
             num_cpus=0, runtime_env=cpu_env(), name=writer_actor_name(self.run_id),
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
         ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s)
-        self._start_pool(dataset_ref)
+        self._start_pool((self._dataset_ref,))
         self._start_evaluator()
         self._prefit()
         self._expect(list(range(s.search.agents)))
         per_actor = s.search.agents_per_actor
         for first in range(0, s.search.agents, per_actor):
             ids = list(range(first, min(first + per_actor, s.search.agents)))
-            specs = [self._spec(agent_id, dataset, model_label) for agent_id in ids]
-            actor = AgentActor.options(  # type: ignore[attr-defined]
-                name=agent_actor_name(self.run_id, first),
-                num_cpus=0, max_concurrency=len(ids) + 16, runtime_env=cpu_env(),
-                scheduling_strategy="SPREAD",
-            ).remote(specs, dataset_ref, self.evaluators, self.writer, s.evaluator.max_in_flight)
-            for agent_id in ids:
-                self.agents[agent_id] = actor
-                self.pending[actor.run.remote(agent_id)] = agent_id
+            self._start_agents([self._spec(agent_id) for agent_id in ids],
+                               agent_actor_name(self.run_id, first))
         self.search_started = time.monotonic()
 
-    def _spec(self, agent_id: int, dataset: Any, model_label: str) -> AgentSpec:
-        s = self.settings
-        offset = self.resume.step_offset(agent_id) if self.resume else 0
+    def _start_agents(self, specs: list[AgentSpec], name: str) -> None:
+        """One agent actor hosting ``specs``; their ``run`` references join ``pending``."""
+        actor = AgentActor.options(  # type: ignore[attr-defined]
+            name=name, num_cpus=0, max_concurrency=len(specs) + 16, runtime_env=cpu_env(),
+            scheduling_strategy="SPREAD",
+        ).remote(specs, (self._dataset_ref,), self.evaluators, self.writer,
+                 self.settings.evaluator.max_in_flight)
+        for spec in specs:
+            self.agents[spec.agent_id] = actor
+            self.pending[actor.run.remote(spec.agent_id)] = spec.agent_id
+
+    def _spec(self, agent_id: int, offset: int | None = None,
+              prior: tuple[Mapping[str, Any], ...] | None = None) -> AgentSpec:
+        """Agent ``agent_id``'s episode: a resumed run's (or a replacement's, with ``offset``
+        and ``prior`` from its rows) continues after its last step with a fresh seed."""
+        s, dataset = self.settings, self._dataset
+        if offset is None:
+            offset = self.resume.step_offset(agent_id) if self.resume else 0
+        if prior is None:
+            prior = self.resume.prior_of(agent_id) if self.resume else ()
         return AgentSpec(
             run_id=self.run_id, agent_id=agent_id,
             seed=session_seed(agent_seed(s.search.seed, agent_id), offset),
             model=dict(s.model),
-            model_label=model_label, dataset_name=dataset.name,
+            model_label=self._model_label, dataset_name=dataset.name,
             max_turns=s.search.max_turns, max_tool_calls=s.search.max_tool_calls,
             failure_budget=s.search.failure_budget, target_nmse=s.search.target_nmse,
             deadline_s=s.search.max_seconds, servers=s.servers,
-            step_offset=offset,
-            prior=self.resume.prior_of(agent_id) if self.resume else (),
-            tools=s.search.tools,
+            step_offset=offset, prior=prior, tools=s.search.tools,
         )
 
     def _start_pool(self, dataset_ref: Any) -> None:
@@ -269,14 +323,50 @@ class Driver:
         if ready and self.evaluators:
             finished = {self.pending[ref] for ref in ready}
             self._expect(sorted(i for i in self.pending.values() if i not in finished))
+        lost: list[int] = []
         for ref in ready:
             agent_id = self.pending.pop(ref)
             try:
-                self.outcomes[agent_id] = ray.get(ref)
+                outcome = ray.get(ref)
             except RayError as exc:
-                self.lost.append(agent_id)
-                self.outcomes[agent_id] = AgentOutcome(agent_id, "lost", error=str(exc)[:500])
                 log.warning("agent %d was lost: %s", agent_id, str(exc).splitlines()[0])
+                if self._may_restart(agent_id):
+                    lost.append(agent_id)
+                    continue
+                self.lost.append(agent_id)
+                outcome = AgentOutcome(agent_id, "lost", error=str(exc)[:500])
+            if agent_id in self.restarts:
+                outcome = outcome.after_restarts(self.restarts[agent_id],
+                                                 self.earlier_rows.get(agent_id, 0))
+            self.outcomes[agent_id] = outcome
+        if lost:
+            self._restart(lost)
+
+    def _may_restart(self, agent_id: int) -> bool:
+        s = self.settings.search
+        return (s.restart_lost_agents and not self.stopping
+                and self.interrupts.signal is None
+                and self.restarts.get(agent_id, 0) < s.max_agent_restarts)
+
+    def _restart(self, agent_ids: list[int]) -> None:
+        """Start lost agents again (together, in one new actor), each from its rows on disk:
+        its steps continue after its last one, its best rows are its warm start."""
+        from sr_dist.search.resume import agent_restart
+
+        with contextlib.suppress(Exception):  # the lost agents' buffered rows, on disk first
+            ray.get(self.writer.flush.remote(), timeout=SHUTDOWN_CALL_S)
+        specs = []
+        for agent_id in agent_ids:
+            self.restarts[agent_id] = self.restarts.get(agent_id, 0) + 1
+            state = agent_restart(self.settings.results.path, self.run_id, agent_id)
+            self.earlier_rows[agent_id] = state.rows
+            specs.append(self._spec(agent_id, offset=max(0, state.last_step), prior=state.prior))
+        counts = ", ".join(f"{i} ({self.restarts[i]}/{self.settings.search.max_agent_restarts})"
+                           for i in agent_ids)
+        self.say(f"sr-dist: restarting lost agent(s) {counts} from their rows on disk")
+        self._start_agents(specs, f"{agent_actor_name(self.run_id, agent_ids[0])}"
+                                  f"-restart-{self.restarts[agent_ids[0]]}")
+        self._expect(sorted(self.pending.values()))
 
     def note_evaluator(self, stats: Mapping[str, Any]) -> None:
         """Count a replica's restarts by its instance token; tell a new instance who is running
@@ -370,16 +460,18 @@ class Driver:
     # -- stop ---------------------------------------------------------------------------------
 
     def stop_agents(self) -> None:
+        self.stopping = True
         for agent_id, actor in self.agents.items():
             if agent_id not in self.outcomes:
                 with contextlib.suppress(Exception):
                     actor.stop.remote(agent_id)
         deadline = time.monotonic() + self.settings.search.stop_grace_s
-        while self.pending and time.monotonic() < deadline:
+        while self.pending and time.monotonic() < deadline and not self.interrupts.hurry:
             self.collect(min(POLL_S, max(0.0, deadline - time.monotonic())))
         for ref, agent_id in list(self.pending.items()):
-            log.warning("agent %d did not stop within %.0f s; killing it", agent_id,
-                        self.settings.search.stop_grace_s)
+            log.warning("agent %d did not stop %s; killing it", agent_id,
+                        "(a second signal)" if self.interrupts.hurry
+                        else f"within {self.settings.search.stop_grace_s:.0f} s")
             with contextlib.suppress(Exception):
                 ray.kill(self.agents[agent_id])
             self.pending.pop(ref)

@@ -86,6 +86,9 @@ class AgentOutcome:
     #: The process that ran the episode (``<node id prefix>:<pid>``; agents an actor hosts
     #: together share it).
     host: str | None = None
+    #: Times the driver started this agent again after it was lost (search.restart_lost_agents);
+    #: ``rows_sent`` then counts the rows of every incarnation.
+    restarts: int = 0
 
     @property
     def failed(self) -> bool:
@@ -102,6 +105,11 @@ class AgentOutcome:
 
     def with_host(self, host: str) -> AgentOutcome:
         return dataclasses.replace(self, host=host)
+
+    def after_restarts(self, restarts: int, earlier_rows: int) -> AgentOutcome:
+        """This outcome of a replacement episode, counting the lost incarnations' rows too."""
+        return dataclasses.replace(self, restarts=int(restarts),
+                                   rows_sent=self.rows_sent + int(earlier_rows))
 
 
 def _model_config(spec: AgentSpec) -> dict[str, Any]:

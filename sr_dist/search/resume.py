@@ -42,7 +42,9 @@ from sr_dist.tools.types import ToolCall, ToolCallResult
 
 __all__ = [
     "CURRENT_ONLY",
+    "AgentRestart",
     "ResumeState",
+    "agent_restart",
     "default_config",
     "load_resume",
     "merge_resumed_config",
@@ -190,6 +192,31 @@ def load_resume(path: Path, run_id: str, dataset_name: str, *,
         step_offsets={int(k): int(v) for k, v in agent_progress(path, run_id).items()},
         prior=prior, warm=warm, candidates_before=len(rows),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentRestart:
+    """What a lost agent's replacement takes over from the rows the lost one wrote."""
+
+    agent_id: int
+    #: The last step on disk (the replacement numbers its steps after it), -1 if none.
+    last_step: int
+    #: Rows of this agent on disk when it was restarted.
+    rows: int
+    #: Its best rows, best first (the replacement's warm start, as a resumed agent's).
+    prior: tuple[Mapping[str, Any], ...]
+
+
+def agent_restart(path: Path, run_id: str, agent_id: int, *,
+                  prior_per_agent: int = PRIOR_PER_AGENT) -> AgentRestart:
+    """Read one agent's rows of ``run_id`` for a replacement episode (search.restart_lost_agents)."""
+    results = open_results(path)
+    table = results.candidates.to_table(
+        columns=_COLUMNS, filter=(ds.field("run_id") == run_id) & (ds.field("agent_id") == agent_id))
+    rows = table.to_pylist()
+    last = max((int(r["step"]) for r in rows), default=-1)
+    return AgentRestart(agent_id=int(agent_id), last_step=last, rows=len(rows),
+                        prior=tuple(best_distinct(rows, prior_per_agent)))
 
 
 # --- handing the old results to a new episode --------------------------------------------------

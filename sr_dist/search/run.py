@@ -20,6 +20,7 @@ Ray start-up is :mod:`.ray_setup`, the pure decisions :mod:`.decisions`, the rep
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -34,7 +35,13 @@ from sr_dist.candidate import Candidate
 from sr_dist.data import DatasetError, load_dataset
 from sr_dist.models import ModelConfigError, build_model
 from sr_dist.results import RunRecord, pareto_front, summarize_run, utc_now, write_run
-from sr_dist.search.decisions import decide_stop, final_status, is_failure_reason, new_run_id
+from sr_dist.search.decisions import (
+    decide_stop,
+    final_outcome,
+    final_status,
+    is_failure_reason,
+    new_run_id,
+)
 from sr_dist.search.episode import AgentOutcome
 from sr_dist.search.errors import SearchError
 from sr_dist.search.pool_stats import stats_for_record
@@ -214,6 +221,7 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
     interrupts = Interrupts()
     with interrupts.installed(handle_signals):
         started_cluster = init_ray(settings)
+        interrupts.reinstall()  # ray.init replaced the SIGTERM handler with a bare sys.exit
         run = Driver(settings, out, interrupts, prepared.run_id, resume)
         record = resumed_record(resume.record, prepared.model_label, settings) if resume else RunRecord(
             run_id=run.run_id, dataset=dataset.name, model=prepared.model_label, started_at=utc_now(),
@@ -234,6 +242,10 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
         except KeyboardInterrupt:
             stop_reason = "interrupted"
             interrupts.signal = interrupts.signal or int(signal.SIGINT)
+        except SystemExit as exc:  # a handler other than ours (Ray's) turned a signal into exit
+            log.warning("the run was asked to exit (%s); stopping it as interrupted", exc.code)
+            stop_reason = "interrupted"
+            interrupts.signal = interrupts.signal or int(signal.SIGTERM)
         except Exception as exc:  # noqa: BLE001 - recorded in the runs row, then raised
             error = f"{type(exc).__name__}: {exc}"
             log.debug("run failed", exc_info=True)
@@ -241,6 +253,14 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
             reporter.finish()
             run.search_ended = time.monotonic()
             try:
+                if interrupts.signal is not None:
+                    # Marked at once: a SIGKILL after the stop signal (``ray job stop`` waits
+                    # 3 s by default) still leaves a row that says interrupted, ready to resume.
+                    run.say(f"sr-dist: {interrupts.name} received: stopping the agents (a "
+                            "second signal stops them at once; what was written is kept)")
+                    with contextlib.suppress(Exception):
+                        write_run(path, record.finished("interrupted", "interrupted",
+                                                        signal=interrupts.name))
                 if run.agents:
                     run.stop_agents()
                 writer_error = run.close_writer()
@@ -248,10 +268,11 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
                 if interrupts.signal is not None:
                     stop_reason = "interrupted"
                 count, best_row = summarize_run(path, run.run_id)
-                status = final_status(stop_reason, signal_number=interrupts.signal, error=error)
+                status, stop_reason = final_outcome(stop_reason, signal_number=interrupts.signal,
+                                                    error=error)
                 final = record.with_best(best_row, count).finished(
-                    status, stop_reason, error=error or writer_error).with_evaluator_stats(
-                        stats_for_record(run.eval_stats))
+                    status, stop_reason, error=error or writer_error,
+                    signal=interrupts.name).with_evaluator_stats(stats_for_record(run.eval_stats))
                 write_run(path, final)
             finally:
                 if started_cluster:

@@ -130,28 +130,37 @@ def test_a_killed_evaluator_restarts_and_no_candidate_is_lost_or_doubled(
     assert stored["restarts"] >= 1 and stored["search_fits"] == summary.evaluator["search_fits"]
 
 
-@REPLICAS
-def test_a_killed_agent_keeps_its_rows_and_the_others_go_on(ray_cluster: None,
-                                                            tmp_path: Path, replicas: int) -> None:
+@pytest.mark.parametrize("replicas, restart", [(1, False), (2, True)],
+                         ids=["1-replica-stays-lost", "2-replicas-restarted"])
+def test_a_killed_agent_keeps_its_rows_and_the_others_go_on(
+        ray_cluster: None, tmp_path: Path, replicas: int, restart: bool) -> None:
     import ray
 
     run_id = f"fault-agent-{replicas}"
     run = _Background(_cfg(tmp_path, "search.agents=2", "search.max_seconds=12",
                            "search.max_candidates=100000", "search.target_nmse=null",
-                           "results.flush_s=0.5", f"evaluator.replicas={replicas}"), run_id)
+                           "results.flush_s=0.5", f"evaluator.replicas={replicas}",
+                           f"search.restart_lost_agents={str(restart).lower()}"), run_id)
     victim = _wait_for("agent 1", lambda: _actor(agent_actor_name(run_id, 1)))
     _wait_for("agent 1's first rows", lambda: _rows_on_disk(tmp_path, run_id, 1) > 0)
     ray.kill(victim)
     summary = run.summary()
 
-    assert summary.lost_agents == (1,) and summary.status == "completed"
+    assert summary.status == "completed"
     outcome = {a.agent_id: a for a in summary.agents}
-    assert outcome[1].stop_reason == "lost" and outcome[0].stop_reason != "lost"
     rows, distinct, per_agent = _counts(tmp_path, run_id)
     assert rows == distinct == summary.candidates
-    assert per_agent[1] > 0  # what the dead agent had recorded is kept
     assert per_agent[0] == outcome[0].rows_sent > 0  # the survivor: sent == written
     assert summary.writer["duplicates"] == 0
+    if not restart:
+        assert summary.lost_agents == (1,) and outcome[1].stop_reason == "lost"
+        assert per_agent[1] > 0  # what the dead agent had recorded is kept
+        return
+    # Restarted from its rows: a fresh episode whose steps continue after the lost one's.
+    assert summary.lost_agents == () and outcome[1].restarts == 1
+    assert outcome[1].stop_reason != "lost"
+    assert per_agent[1] == outcome[1].rows_sent  # both incarnations: sent == written
+    assert "restarting lost agent(s) 1 (1/3)" in run.out.getvalue()
 
 
 @REPLICAS

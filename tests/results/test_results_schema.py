@@ -44,6 +44,7 @@ RUN_COLUMNS = [
     ("best_complexity", pa.int32()), ("best_val_nmse", pa.float64()),
     ("best_test_nmse", pa.float64()), ("sr_dist_version", pa.string()),
     ("evaluator_stats", pa.string()),
+    ("signal", pa.string()),
 ]
 
 
