@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import os
 import secrets
@@ -47,7 +48,9 @@ if TYPE_CHECKING:  # the settings module imports Hydra, which agent processes do
 
 __all__ = [
     "AgentActor",
+    "DatasetHolder",
     "EvaluatorActor",
+    "HeldDataset",
     "ResultWriter",
     "WriterSink",
     "canonical_key",
@@ -63,11 +66,38 @@ MAX_ROWS_IN_FLIGHT = 8
 SPARE_THREADS = 8
 
 
+@ray.remote
+class DatasetHolder:
+    """Holds the run's dataset on the driver's node, for every actor that needs it.
+
+    Restartable actors (evaluator replicas, replacement agents) fetch the dataset from here in
+    their constructor instead of taking it as an argument: Ray does not keep an actor's
+    object-store arguments alive for its restarts (ray-project/ray#53727), and a dataset of
+    more than 100 KB would be one. The holder is not restarted: it lives as long as the
+    driver's node, which the run cannot outlive anyway.
+    """
+
+    def __init__(self, dataset: Any) -> None:
+        self._dataset = dataset
+
+    def get(self) -> Any:
+        return self._dataset
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldDataset:
+    """The name of the run's :class:`DatasetHolder`: what actors get instead of the dataset (a
+    name, not a handle: a handle is an object reference too, and would bring the warning back)."""
+
+    holder: str
+
+
 def fetch_dataset(dataset: Any) -> Any:
-    """The dataset an actor was given: the value itself, or ``(ref,)``, a reference the driver
-    owns for the whole run, which the actor fetches here (on a restart too)."""
-    if isinstance(dataset, tuple) and len(dataset) == 1 and isinstance(dataset[0], ray.ObjectRef):
-        return ray.get(dataset[0])
+    """The dataset an actor was given: the value itself, or fetched from the holder a
+    :class:`HeldDataset` names (through a future, not ``ray.get``: an async actor must not
+    block its event loop)."""
+    if isinstance(dataset, HeldDataset):
+        return ray.get_actor(dataset.holder).get.remote().future().result()
     return dataset
 
 

@@ -24,7 +24,13 @@ from ray.util.scheduling_strategies import (
     PlacementGroupSchedulingStrategy,
 )
 
-from sr_dist.search.actors import AgentActor, EvaluatorActor, ResultWriter
+from sr_dist.search.actors import (
+    AgentActor,
+    DatasetHolder,
+    EvaluatorActor,
+    HeldDataset,
+    ResultWriter,
+)
 from sr_dist.search.decisions import decide_stop, new_run_id
 from sr_dist.search.episode import AgentOutcome, AgentSpec, agent_seed
 from sr_dist.search.errors import SearchError
@@ -150,7 +156,8 @@ class Driver:
         self.earlier_rows: dict[int, int] = {}
         self.stopping = False
         self._dataset: Any = None
-        self._dataset_ref: Any = None
+        self._dataset_holder: Any = None
+        self._held: Any = None
         self._model_label = ""
         self.tally = TallySnapshot(0, {}, {}, None)
         self.eval_stats: dict[str, Any] = {}
@@ -177,17 +184,21 @@ class Driver:
         s = self.settings
         self._variables = tuple(dataset.feature_names)
         self._dataset, self._model_label = dataset, model_label
-        # Owned by the driver and held for the whole run, so a restarted actor (an evaluator
-        # replica, a replacement agent) can always fetch it; actors get it nested in a tuple
-        # and fetch it themselves (``fetch_dataset``), so no actor's constructor arguments
-        # live in the object store, where Ray would not keep them for a restart.
-        self._dataset_ref = ray.put(dataset)
         here = ray.get_runtime_context().get_node_id()
+        # The dataset lives in a holder on this node for the whole run; restartable actors
+        # fetch it from there (``fetch_dataset``), so none has constructor arguments in the
+        # object store, which Ray would not keep for its restart.
+        held = HeldDataset(f"sr-dist:{self.run_id}:dataset")
+        self._dataset_holder = DatasetHolder.options(  # type: ignore[attr-defined]
+            num_cpus=0, runtime_env=cpu_env(), name=held.holder,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
+        ).remote(dataset)
+        self._held = held
         self.writer = ResultWriter.options(  # type: ignore[attr-defined]
             num_cpus=0, runtime_env=cpu_env(), name=writer_actor_name(self.run_id),
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
         ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s)
-        self._start_pool((self._dataset_ref,))
+        self._start_pool(self._held)
         self._start_evaluator()
         self._prefit()
         self._expect(list(range(s.search.agents)))
@@ -203,7 +214,7 @@ class Driver:
         actor = AgentActor.options(  # type: ignore[attr-defined]
             name=name, num_cpus=0, max_concurrency=len(specs) + 16, runtime_env=cpu_env(),
             scheduling_strategy="SPREAD",
-        ).remote(specs, (self._dataset_ref,), self.evaluators, self.writer,
+        ).remote(specs, self._held, self.evaluators, self.writer,
                  self.settings.evaluator.max_in_flight)
         for spec in specs:
             self.agents[spec.agent_id] = actor
@@ -229,7 +240,7 @@ class Driver:
             step_offset=offset, prior=prior, tools=s.search.tools,
         )
 
-    def _start_pool(self, dataset_ref: Any) -> None:
+    def _start_pool(self, dataset: Any) -> None:
         """The evaluator replicas, one placement-group bundle each, spread across nodes."""
         s = self.settings.evaluator
         resources = ray.cluster_resources()
@@ -268,7 +279,7 @@ class Driver:
                                                        **xla_env(s.cpus_per_replica,
                                                                os.environ.get("XLA_FLAGS", ""))}}
             evaluator_cls: Any = EvaluatorActor
-            self.evaluators.append(evaluator_cls.options(**options).remote(dataset_ref, s, replica))
+            self.evaluators.append(evaluator_cls.options(**options).remote(dataset, s, replica))
 
     def _expect(self, agent_ids: list[int]) -> None:
         for handle in self.evaluators:
@@ -502,7 +513,7 @@ class Driver:
 
     def kill_actors(self) -> None:
         hosts = {id(actor): actor for actor in self.agents.values()}
-        for actor in [*hosts.values(), *self.evaluators, self.writer]:
+        for actor in [*hosts.values(), *self.evaluators, self.writer, self._dataset_holder]:
             if actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(actor)
