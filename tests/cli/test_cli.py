@@ -157,6 +157,111 @@ def test_ctrl_c_leaves_readable_results_and_an_interrupted_row(tmp_path: Path) -
     assert not list(cand.rglob("*.tmp")), "a temporary file was left behind"
 
 
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(_sr_dist(*args), cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _wait_for_rows(proc: subprocess.Popen[str], cand: Path) -> None:
+    deadline = time.monotonic() + 300
+    while not list(cand.glob("*/*/*.parquet")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no candidate file appeared"
+        time.sleep(0.5)
+
+
+def _runs_row(results: Path) -> tuple[str, str, str, str | None, int, int]:
+    """``(run_id, status, stop_reason, signal, candidates in the row, rows on disk)``."""
+    con = duckdb_connection(results)
+    (run_id, status, reason, sig, candidates), = con.sql(
+        "SELECT run_id, status, stop_reason, signal, candidates FROM runs").fetchall()
+    rows, distinct = con.sql("SELECT count(*), count(DISTINCT candidate_id) FROM candidates"
+                             ).fetchall()[0]
+    assert rows == distinct, "a candidate was written twice"
+    return run_id, status, reason, sig, candidates, rows
+
+
+def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(tmp_path: Path) -> None:
+    """What `ray job stop`, Kubernetes and Slurm send: SIGTERM to the driver process alone."""
+    proc = _start(tmp_path, "dataset.source=feynman:I.6.2", "search.max_seconds=600",
+                  "search.target_nmse=null", "results.path=out")
+    try:
+        _wait_for_rows(proc, tmp_path / "out" / "candidates")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, out[-2000:] + err[-2000:]
+    assert "SIGTERM received: stopping the agents" in out
+    assert "SIGTERM received at" not in out + err  # Ray's own handler did not take it
+    run_id, status, reason, sig, candidates, rows = _runs_row(tmp_path / "out")
+    assert (status, reason, sig) == ("interrupted", "interrupted", "SIGTERM")
+    assert candidates == rows > 0
+
+    done = _run(_sr_dist(f"run.resume={run_id}", "search.max_seconds=5",
+                         "search.target_nmse=null", "results.path=out"), tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    same, status, reason, sig, total, on_disk = _runs_row(tmp_path / "out")
+    assert same == run_id and (status, reason, sig) == ("completed", "max_seconds", None)
+    assert total == on_disk > rows  # both sessions' rows, none twice
+
+
+def _silent_server() -> tuple[socket.socket, list[socket.socket]]:
+    """A loopback 'model service' that accepts connections and never answers."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    import threading
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, held
+
+
+def test_a_second_signal_skips_the_grace_period(tmp_path: Path) -> None:
+    """Agents stuck in a model call do not stop on the first SIGHUP; the second one ends the
+    run at once (not after search.stop_grace_s=300) and the runs row still says interrupted."""
+    server, held = _silent_server()
+    port = server.getsockname()[1]
+    proc = subprocess.Popen(
+        _sr_dist("model=openai", f"model.base_url=http://127.0.0.1:{port}/v1",
+                 "model.api_key_env=SRD_TEST_KEY", "model.max_retries=0",
+                 "dataset.source=feynman:I.6.2", "search.max_seconds=600",
+                 "search.stop_grace_s=300", "evaluator.warmup=false", "results.path=out"),
+        cwd=tmp_path, env=_env(SRD_TEST_KEY="sk-test"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(held) < 2:  # both agents are waiting on their model
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the agents never called their model"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(2.0)
+        assert proc.poll() is None, "the first signal should wait for the agents"
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=120)  # far less than the 300 s grace
+    finally:
+        server.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 129, out[-2000:] + err[-2000:]
+    assert "did not stop (a second signal); killing it" in err
+    _, status, reason, sig, candidates, rows = _runs_row(tmp_path / "out")
+    assert (status, reason, sig) == ("interrupted", "interrupted", "SIGHUP")
+    assert candidates == rows
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
