@@ -6,6 +6,8 @@ finds ``search/default``, ``evaluator/cpu`` and the rest; the YAML files here ar
 ``config.yaml``, the ``evaluator/gpu`` variant, the model presets and Hydra's logging.
 """
 
+from sr_dist.conf.record_dir import register_resolver
 from sr_dist.conf.schema import register
 
 register()
+register_resolver()

@@ -45,6 +45,7 @@ from sr_dist.search.decisions import (
 from sr_dist.search.episode import AgentOutcome
 from sr_dist.search.errors import SearchError
 from sr_dist.search.pool_stats import stats_for_record
+from sr_dist.search.preflight import Ballast, check_results_path
 from sr_dist.search.progress import ProgressReporter
 from sr_dist.search.ray_setup import agent_actor_name, evaluator_actor_name, init_ray
 from sr_dist.search.report import best_candidate, print_report
@@ -200,10 +201,7 @@ def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
         raise SettingsError("dataset.source", f"could not be loaded: {exc}") from exc
     label = model_label(settings.model)
     path = settings.results.path
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SettingsError("results.path", f"cannot be created: {exc}") from exc
+    check_results_path(path)  # a file, a read-only directory, a full disk: before Ray starts
     resume = load_resume(path, run_id, dataset.name) if settings.resume and run_id else None
     if resume is not None and resume.record.status == "running":
         log.warning("run %s is marked running: resuming it as if its driver were gone (it must "
@@ -232,6 +230,7 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
         status = "failed"
         count, best_row = 0, None
         reporter = ProgressReporter(out, interval_s=settings.search.progress_interval_s)
+        ballast = Ballast(path, run.run_id)
         try:
             write_run(path, record)
             run.say(f"sr-dist: run {run.run_id}: {dataset.name} ({len(dataset.feature_names)} "
@@ -273,8 +272,10 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
                 final = record.with_best(best_row, count).finished(
                     status, stop_reason, error=error or writer_error,
                     signal=interrupts.name).with_evaluator_stats(stats_for_record(run.eval_stats))
+                ballast.release()  # the final row fits even on a disk the rows filled
                 write_run(path, final)
             finally:
+                ballast.release()
                 if started_cluster:
                     ray.shutdown()
                 else:
