@@ -59,6 +59,9 @@ STATS_EVERY_S = 2.0
 EVALUATOR_START_S = 900.0
 #: Longest wait for a call to the writer or the evaluator during shutdown.
 SHUTDOWN_CALL_S = 60.0
+#: Longest wait for the evaluator replicas' final stats (one that cannot come back, its node
+#: lost and no room elsewhere, must not hold up the end of the run).
+FINAL_STATS_S = 10.0
 #: Ray's own resends of an evaluator call that was in flight when a lone evaluator died (the
 #: agents' ``EvaluatorPool`` resends on top of this, with backoff). With several replicas Ray
 #: does not resend: the pool reroutes the call to a live replica at once instead of waiting
@@ -502,8 +505,8 @@ class Driver:
     def final_stats(self) -> None:
         if not self.evaluators:
             return
-        with contextlib.suppress(Exception):
-            self.poll_replicas(SHUTDOWN_CALL_S)
+        with contextlib.suppress(Exception):  # a replica still restarting keeps its last figures
+            self.poll_replicas(FINAL_STATS_S)
         searched = ((self.search_ended or time.monotonic()) - self.search_started
                     if self.search_started is not None else 0.0)
         if self.replica_stats:

@@ -1,0 +1,272 @@
+"""Faults of a real multi-node cluster (issue 14, items 1 and 3): ``ray job submit`` then
+``ray job stop`` (SIGTERM to the job's driver), and a worker node lost mid-run (its raylet and
+every process under it killed by pid), with agents and an evaluator replica on it.
+
+The cluster is started with ``ray start`` on loopback (a head on 127.0.0.1 with two CPUs and
+the job server, a worker on 127.0.0.2 with one CPU: two evaluator replicas spread over both,
+and the head has room for the one that was on the worker), with GCS health checks of a second so a lost node is noticed
+in seconds. Each driver is its own process (the job's ``sr-dist``, or a ``run_search`` script
+that prints its summary as JSON), so rows sent can be counted against rows written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from sr_dist.results import duckdb_connection
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning"),
+]
+
+BIN = Path(sys.executable).parent
+RAY = str(BIN / "ray")
+#: GCS health checks every second, a node declared dead after two misses.
+FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
+               "RAY_health_check_failure_threshold": "2",
+               "RAY_health_check_initial_delay_ms": "1000"}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(RAY_AUTH_MODE="disabled", **extra)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None, f"{what} exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"{what} did not come up"
+            time.sleep(0.5)
+
+
+def _tree(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    try:
+        return [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> int:
+    """SIGKILL a `ray start --block` process and every process under it, by pid."""
+    victims = _tree(proc)
+    for p in victims:
+        try:
+            os.kill(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=30)
+    psutil.wait_procs(victims, timeout=30)
+    return len(victims)
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.temp = tempfile.mkdtemp(prefix="srd-faults-")
+        self.port, self.dashboard = _free_port(), _free_port()
+        self.head = subprocess.Popen(
+            [RAY, "start", "--head", "--node-ip-address=127.0.0.1", "--block",
+             f"--port={self.port}", "--num-cpus=2",
+             "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+             f"--dashboard-port={self.dashboard}", f"--temp-dir={self.temp}"],
+            env=_env(**FAST_HEALTH), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        _wait_port(self.port, self.head, "the head node")
+        # Its own loopback address, so a driver on this machine attaches to the head's raylet
+        # (as a driver on a cluster's head does), not to the node the test will kill.
+        self.worker = subprocess.Popen(
+            [RAY, "start", f"--address=127.0.0.1:{self.port}", "--num-cpus=1",
+             "--node-ip-address=127.0.0.2", "--block"],
+            env=_env(**FAST_HEALTH), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        _wait_port(self.dashboard, self.head, "the job server")
+        deadline = time.monotonic() + 120
+        while self.alive_nodes() < 2:  # placement needs both nodes there before a run starts
+            assert self.worker.poll() is None, "the worker node's ray start exited"
+            assert time.monotonic() < deadline, "the worker node did not join"
+            time.sleep(0.5)
+
+    def alive_nodes(self) -> int:
+        url = f"http://127.0.0.1:{self.dashboard}/api/v0/nodes"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                nodes = json.load(response)["data"]["result"]["result"]
+        except (OSError, ValueError, KeyError):
+            return 0
+        return sum(1 for n in nodes if n.get("state") == "ALIVE")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def jobs(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard}"
+
+    def on_worker(self, title: str) -> int:
+        """Processes under the worker node whose title is ``ray::<title>...``."""
+        return sum(1 for p in _tree(self.worker)
+                   if any(part.startswith(f"ray::{title}") for part in _cmdline(p)))
+
+    def close(self) -> None:
+        for proc in (self.worker, self.head):
+            if proc.poll() is None:
+                _kill_tree(proc)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _runs(results: Path) -> list[tuple[Any, ...]]:
+    con = duckdb_connection(results)
+    return con.sql("SELECT run_id, status, stop_reason, signal, candidates FROM runs").fetchall()
+
+
+def _rows(results: Path) -> tuple[int, int]:
+    con = duckdb_connection(results)
+    rows, distinct = con.sql("SELECT count(*), count(DISTINCT candidate_id) FROM candidates"
+                             ).fetchall()[0]
+    return int(rows), int(distinct)
+
+
+def _has_rows(results: Path) -> bool:
+    return bool(list((results / "candidates").glob("*/*/*.parquet")))
+
+
+def _job(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    command, *rest = args
+    return subprocess.run([RAY, "job", command, "--address", cluster.jobs, *rest], env=_env(),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _job_status(cluster: Cluster, job_id: str) -> str:
+    done = _job(cluster, "status", job_id)
+    for status in ("SUCCEEDED", "FAILED", "STOPPED", "RUNNING", "PENDING"):
+        if f"'{job_id}' {status.lower()}" in done.stdout.lower() or f"status: {status}" in done.stdout:
+            return status
+    return done.stdout
+
+
+def test_ray_job_stop_interrupts_the_run_and_it_resumes(cluster: Cluster,
+                                                        tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # `ray job stop` waits RAY_JOB_STOP_WAIT_TIME_S (3 s by default) before SIGKILL; a job
+    # that wants its grace period says so in its runtime env (docs/reliability.md).
+    runtime = json.dumps({"env_vars": {"RAY_JOB_STOP_WAIT_TIME_S": "60"}})
+    job_id = f"srd-job-{os.getpid()}"
+    submitted = _job(cluster, "submit", "--no-wait", f"--submission-id={job_id}",
+                     f"--runtime-env-json={runtime}", "--", "sr-dist", "ray.address=auto",
+                     "dataset.source=feynman:I.6.2", "search.max_seconds=600",
+                     "search.target_nmse=null", f"results.path={out}")
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    deadline = time.monotonic() + 240
+    while not _has_rows(out):
+        assert time.monotonic() < deadline, _job(cluster, "logs", job_id).stdout[-3000:]
+        time.sleep(0.5)
+    stopped = _job(cluster, "stop", job_id)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    logs = _job(cluster, "logs", job_id).stdout
+    assert "SIGTERM received: stopping the agents" in logs, logs[-3000:]
+    (run_id, status, reason, sig, candidates), = _runs(out)
+    assert (status, reason, sig) == ("interrupted", "interrupted", "SIGTERM"), logs[-3000:]
+    rows, distinct = _rows(out)
+    assert candidates == rows == distinct > 0
+
+    resumed = _job(cluster, "submit", "--", "sr-dist", "ray.address=auto",
+                   f"run.resume={run_id}", "search.max_seconds=5", f"results.path={out}")
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    (same, status, reason, sig, total), = _runs(out)
+    assert (same, status, reason, sig) == (run_id, "completed", "max_seconds", None)
+    assert total == _rows(out)[0] == _rows(out)[1] > rows
+
+
+DRIVER = """
+import json, sys
+from hydra import compose, initialize_config_module
+from sr_dist.search import run_search
+with initialize_config_module("sr_dist.conf", version_base="1.3"):
+    cfg = compose("config", overrides=sys.argv[1:])
+s = run_search(cfg, run_id="node-loss")
+print("SUMMARY " + json.dumps({
+    "status": s.status, "stop_reason": s.stop_reason, "candidates": s.candidates,
+    "rows_sent": s.rows_sent, "lost": list(s.lost_agents),
+    "restarts": {a.agent_id: a.restarts for a in s.agents},
+    "evaluator_restarts": s.evaluator.get("restarts"), "duplicates": s.writer.get("duplicates"),
+}))
+"""
+
+
+def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path) -> None:
+    """Runs last: it kills the module's worker node."""
+    out = tmp_path / "out"
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, f"ray.address={cluster.address}", "search.agents=3",
+         "evaluator.replicas=2", "dataset.source=feynman:I.6.2", "search.max_seconds=45",
+         "search.target_nmse=null", "search.max_candidates=1000000", "results.flush_s=0.5",
+         f"results.path={out}"],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (_has_rows(out) and cluster.on_worker("AgentActor")
+                   and cluster.on_worker("EvaluatorActor")):
+            assert driver.poll() is None, driver.communicate()
+            assert time.monotonic() < deadline, "no agent and replica on the worker with rows"
+            time.sleep(0.5)
+        assert _kill_tree(cluster.worker) > 2  # the raylet, its workers, its agents
+        stdout, stderr = driver.communicate(timeout=300)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    summary = json.loads(stdout.split("SUMMARY ", 1)[1])
+    assert (summary["status"], summary["stop_reason"]) == ("completed", "max_seconds"), summary
+    assert summary["lost"] == [], summary  # every lost agent was started again
+    assert sum(summary["restarts"].values()) >= 1, summary  # the agent(s) that were there
+    assert summary["evaluator_restarts"] >= 1, summary  # the replica that was there
+    rows, distinct = _rows(out)
+    assert rows == distinct == summary["candidates"] == summary["rows_sent"], summary
+    assert "restarting lost agent(s)" in stdout
+    assert "constructor arguments in the object store" not in stderr
