@@ -28,6 +28,8 @@ __all__ = ["RunScan", "scan_run"]
 
 #: Rows per batch read (bounds the scan's memory).
 SCAN_BATCH_ROWS = 64 * 1024
+#: Best-candidate contenders kept (rows tied on NMSE, the simplest first).
+MAX_CONTENDERS = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,10 +86,32 @@ def scan_run(root: str | os.PathLike[str], run_id: str, seen: SeenIds | None = N
                 low = pc.min(ranked).as_py()
                 if low is None or (best is not None and low > best):
                     continue
-                chosen = batch.filter(pc.fill_null(pc.equal(ranked, low), False)).to_pylist()
+                chosen = _simplest(batch.filter(pc.fill_null(pc.equal(ranked, low), False)))
                 if best is None or low < best:
                     best, contenders = low, chosen
                 else:
-                    contenders.extend(chosen)
+                    contenders = _simplest_rows([*contenders, *chosen])
     return RunScan(rows=rows, by_agent=dict(sorted(by_agent.items())),
                    by_status=dict(sorted(by_status.items())), contenders=tuple(contenders))
+
+
+def _rank_rest(row: Mapping[str, Any]) -> tuple[int, str]:
+    """The rest of :func:`sr_dist.candidate.rank_key` after the NMSE: complexity, then text."""
+    return int(row.get("complexity") or 0), str(row.get("canonical") or row.get("expression"))
+
+
+def _simplest_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of rows tied on NMSE, the ones the rank would pick first (bounded: a run of many equal
+    fits, say a constant target, must not turn the scan into a copy of the run)."""
+    return sorted(rows, key=_rank_rest)[:MAX_CONTENDERS]
+
+
+def _simplest(tied: pa.RecordBatch) -> list[dict[str, Any]]:
+    if tied.num_rows > MAX_CONTENDERS and "complexity" in tied.schema.names:
+        complexity = pc.fill_null(tied.column("complexity"), 0)
+        tied = tied.filter(pc.equal(complexity, pc.min(complexity)))
+    if tied.num_rows > MAX_CONTENDERS and {"canonical", "expression"} <= set(tied.schema.names):
+        # then the text (code point order, as Python compares), by arrow
+        order = pc.sort_indices(pc.coalesce(tied.column("canonical"), tied.column("expression")))
+        tied = tied.take(order[:MAX_CONTENDERS])
+    return _simplest_rows(tied.to_pylist())

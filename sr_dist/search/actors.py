@@ -174,12 +174,14 @@ class EvaluatorActor:
         await self._service.close()
 
 
-@ray.remote
+@ray.remote(concurrency_groups={"control": 4})
 class ResultWriter:
     """Writes a run's candidate rows (``CandidateWriter``) and tallies them for the driver.
 
     A threaded actor (the driver gives it ``max_concurrency``): each ``add`` waits for the
-    flush that makes its rows durable, many at once, so an answer is an acknowledgement. Ray
+    flush that makes its rows durable, many at once, so an answer is an acknowledgement; the
+    driver's calls (progress, flush, close) have threads of their own (the ``control``
+    group), so a thousand waiting adds never hold up a progress poll. Ray
     restarts it when it dies (``max_restarts``); a restarted one rebuilds its dedup and its
     tally from the files on disk, and the agents' sinks resend what was not acknowledged.
     ``base_count``: rows earlier sessions of a resumed run wrote (not this session's).
@@ -223,18 +225,22 @@ class ResultWriter:
             self._tally.add(result.rows)
         return result.accepted
 
+    @ray.method(concurrency_group="control")
     def progress(self) -> TallySnapshot:
         stats = self._writer.stats()
         with self._lock:
             return self._tally.snapshot(write_error=stats.write_error)
 
+    @ray.method(concurrency_group="control")
     def last_steps(self) -> dict[int, int]:
         """The highest step on disk or accepted per agent (a restarted agent goes on after)."""
         return self._writer.last_steps()
 
+    @ray.method(concurrency_group="control")
     def flush(self) -> int:
         return self._writer.flush()
 
+    @ray.method(concurrency_group="control")
     def stats(self) -> dict[str, Any]:
         from sr_dist.results.layout import data_files
 
@@ -251,6 +257,7 @@ class ResultWriter:
                 "files": len(data_files(self._writer.directory)),
             }
 
+    @ray.method(concurrency_group="control")
     def close(self) -> dict[str, Any]:
         """Final flush and compaction; returns the writer's counters (raises if the disk
         refuses). ``rows_written`` and the other counters are this writer instance's."""
