@@ -116,7 +116,8 @@ class WriterSink:
                 # (not ray.get: the same wait, without Ray's warning about blocking calls in
                 # an async actor; this runs in a tool's or drain's worker thread)
                 batch.ref.future().result()
-                self._outage = False
+                if deadline is None:  # acknowledged at the first send: the writer is up
+                    self._outage = False
                 return
             except RayActorError as exc:  # died or restarting: Ray brings it back, send again
                 now = time.monotonic()
