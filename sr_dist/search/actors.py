@@ -174,7 +174,7 @@ class EvaluatorActor:
         await self._service.close()
 
 
-@ray.remote(concurrency_groups={"control": 4})
+@ray.remote(concurrency_groups={"control": 4})  # type: ignore[call-overload]
 class ResultWriter:
     """Writes a run's candidate rows (``CandidateWriter``) and tallies them for the driver.
 
@@ -242,6 +242,9 @@ class ResultWriter:
 
     @ray.method(concurrency_group="control")
     def stats(self) -> dict[str, Any]:
+        return self._stats()
+
+    def _stats(self) -> dict[str, Any]:
         from sr_dist.results.layout import data_files
 
         stats = self._writer.stats()
@@ -262,7 +265,7 @@ class ResultWriter:
         """Final flush and compaction; returns the writer's counters (raises if the disk
         refuses). ``rows_written`` and the other counters are this writer instance's."""
         self._writer.close()
-        return self.stats()
+        return self._stats()
 
 
 class _Hosted:
