@@ -427,14 +427,23 @@ class RayConfig(_Group):
 
 @dataclasses.dataclass(frozen=True)
 class ResultsConfig(_Group):
-    """``results``: where the Parquet datasets go and how often rows are flushed."""
+    """``results``: where the Parquet datasets go, how often rows are flushed, and how the
+    flush files are rolled and compacted (docs/results.md)."""
 
     GROUP: ClassVar[str] = "results"
 
     #: Where ``candidates/`` and ``runs/`` are written (a local path or shared storage).
     path: str = "results"
-    #: Seconds between flushes of buffered candidate rows.
+    #: Seconds between flushes of buffered candidate rows (each flush commits one file).
     flush_s: float = 2.0
+    #: Flush files that are merged into one rolled file (0: never roll).
+    roll_files: int = 32
+    #: Age in seconds of the oldest flush file that triggers a roll (null: count only).
+    roll_s: float | None = 120.0
+    #: Largest file rolling and compaction write, in MiB.
+    target_file_mb: float = 256.0
+    #: Compact the run's files into as few as possible when the run ends.
+    compact: bool = True
 
     def __post_init__(self) -> None:
         path = str_value(self.path, "results.path")
@@ -444,6 +453,16 @@ class ResultsConfig(_Group):
                                 "cluster/README.md)")
         _set(self, "path", path)
         _set(self, "flush_s", float_value(self.flush_s, "results.flush_s", positive=True))
+        roll_files = int_value(self.roll_files, "results.roll_files", minimum=0)
+        if roll_files == 1:
+            raise SettingsError("results.roll_files", "must be 0 (never roll) or at least 2, "
+                                "got 1 (rolling one file into one does nothing)")
+        _set(self, "roll_files", roll_files)
+        _set(self, "roll_s", float_value(self.roll_s, "results.roll_s", positive=True,
+                                         optional=True))
+        _set(self, "target_file_mb", float_value(self.target_file_mb, "results.target_file_mb",
+                                                 positive=True))
+        _set(self, "compact", bool_value(self.compact, "results.compact"))
 
 
 # --- Hydra's ConfigStore -----------------------------------------------------------------------

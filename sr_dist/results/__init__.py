@@ -3,6 +3,7 @@
 See ``docs/results.md`` for the layout on disk and how to query it with pyarrow or DuckDB.
 """
 
+from sr_dist.results.dedup import SeenIds
 from sr_dist.results.layout import partition_value
 from sr_dist.results.metrics import (
     DEFAULT_TAUS,
@@ -22,6 +23,7 @@ from sr_dist.results.query import (
     open_results,
     pareto_front,
     read_run,
+    retry_on_swap,
     summarize_run,
 )
 from sr_dist.results.schema import (
@@ -69,6 +71,7 @@ __all__ = [
     "ResultsWriteError",
     "RowError",
     "RunRecord",
+    "SeenIds",
     "WriterStats",
     "agent_progress",
     "best_candidate",
@@ -83,6 +86,7 @@ __all__ = [
     "pareto_front",
     "partition_value",
     "read_run",
+    "retry_on_swap",
     "summarize_run",
     "utc_now",
     "write_run",

@@ -3,7 +3,13 @@
 Layout under a results root::
 
     candidates/dataset=<q(dataset)>/run_id=<q(run_id)>/part-<seq>-<uuid>.parquet
+    candidates/dataset=<q(dataset)>/run_id=<q(run_id)>/part-<first>-to-<last>-<uuid>.parquet
     runs/run_id=<q(run_id)>/run.parquet
+    .staging/run_id=<q(run_id)>/<uuid>/      (the writer's work space while it rolls files)
+
+A flush writes ``part-<seq>-...``; rolling merges flushes ``first`` to ``last`` into one
+``part-<first>-to-<last>-...`` (see :mod:`sr_dist.results.compaction`), so the highest
+number on disk is still the next flush's base.
 
 ``q`` is URL quoting with no safe characters (``feynman:I.6.2`` → ``feynman%3AI.6.2``), and
 the first character is also encoded where DuckDB could take the value for a number or a date
@@ -20,6 +26,8 @@ no file or a whole one.
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import re
 import uuid
@@ -28,6 +36,8 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+log = logging.getLogger(__name__)
 
 CANDIDATES_DIR = "candidates"
 RUNS_DIR = "runs"
@@ -38,7 +48,9 @@ _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 #: Longest quoted value that, with its ``key=`` prefix, stays under the usual 255-byte name limit.
 MAX_PARTITION_VALUE_BYTES = 240
 
-_PART_RE = re.compile(r"^part-(\d+)-[0-9a-f]+\.parquet$")
+STAGING_DIR = ".staging"
+
+_PART_RE = re.compile(r"^part-(\d+)(?:-to-(\d+))?-[0-9a-f]+\.parquet$")
 
 
 def _may_autocast(value: str) -> bool:
@@ -105,22 +117,47 @@ def data_files(directory: Path) -> list[Path]:
     )
 
 
+def part_seqs(name: str) -> tuple[int, int] | None:
+    """``(first, last)`` flush numbers a candidate file holds (equal for one flush's file),
+    or ``None`` for a name sr-dist did not make."""
+    m = _PART_RE.match(name)
+    if m is None:
+        return None
+    first = int(m.group(1))
+    return first, int(m.group(2)) if m.group(2) is not None else first
+
+
+def is_rolled(name: str) -> bool:
+    """Whether ``name`` is a merged (rolled or compacted) file rather than one flush's."""
+    m = _PART_RE.match(name)
+    return m is not None and m.group(2) is not None
+
+
 def next_part_seq(directory: Path) -> int:
-    """One more than the highest ``part-<seq>-...`` number in ``directory`` (0 if none)."""
-    seqs = [int(m.group(1)) for p in data_files(directory) if (m := _PART_RE.match(p.name))]
+    """One more than the highest flush number in ``directory``'s file names (0 if none)."""
+    seqs = [s[1] for p in data_files(directory) if (s := part_seqs(p.name)) is not None]
     return max(seqs, default=-1) + 1
 
 
-def part_name(seq: int) -> str:
-    """A new candidate file name; the uuid keeps two writers of one run from colliding."""
-    return f"part-{seq:06d}-{uuid.uuid4().hex[:12]}.parquet"
+def part_name(seq: int, last: int | None = None) -> str:
+    """A new candidate file name (``last``: a merged file holding flushes ``seq`` to
+    ``last``); the uuid keeps two writers of one run from colliding."""
+    span = f"{seq:06d}" if last is None else f"{seq:06d}-to-{last:06d}"
+    return f"part-{span}-{uuid.uuid4().hex[:12]}.parquet"
+
+
+def staging_dir(root: str | os.PathLike[str], run_id: str) -> Path:
+    """Where a run's writer builds a directory's next state (outside ``candidates/``, on the
+    same file system, so no reader's glob sees it and hard links work)."""
+    return Path(root) / STAGING_DIR / f"run_id={partition_value(run_id, 'run_id')}"
 
 
 def write_atomic(table: pa.Table, target: Path) -> None:
     """Write ``table`` to ``target`` so that readers never see a partial file.
 
-    The data is fsynced before the rename; on any failure the temporary file is removed and
-    the exception propagates with ``target`` untouched.
+    The data is fsynced before the rename and the directory after it (so a returned call is
+    durable); on any failure the temporary file is removed and the exception propagates with
+    ``target`` untouched.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{uuid.uuid4().hex}.parquet.tmp"
@@ -133,3 +170,25 @@ def write_atomic(table: pa.Table, target: Path) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    fsync_dir(target.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames in ``directory`` durable (the new names survive a power cut).
+
+    Never raises: it runs after a rename has already made the file visible, and a caller that
+    took a failure here for a failed write would write the same rows again. A directory that
+    cannot be opened or fsynced (Windows, some network file systems) is logged and skipped.
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        log.debug("results: cannot open %s to fsync it: %s", directory, exc)
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            log.warning("results: fsync of directory %s failed: %s", directory, exc)
+    finally:
+        os.close(fd)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -29,6 +30,8 @@ from sr_dist.results.layout import (
     run_file,
 )
 from sr_dist.results.schema import CANDIDATE_SCHEMA, OK_STATUS, RUNS_SCHEMA, RunRecord
+
+T = TypeVar("T")
 
 #: Metrics a Pareto front can be taken over (lower is better).
 PARETO_METRICS: tuple[str, ...] = ("train_nmse", "val_nmse", "test_nmse")
@@ -89,12 +92,38 @@ def open_results(path: str | os.PathLike[str]) -> Results:
 
 # --- one run's files (used by writers resuming a run) ------------------------------------------
 
+#: Times a read of one run's files is retried when a file it listed was merged away.
+SWAP_RETRIES = 5
+
+
+def retry_on_swap(read: Callable[[], T], attempts: int = SWAP_RETRIES) -> T:
+    """``read()``, listed and read again if a file it listed vanished meanwhile.
+
+    The writer rolls a run's files by swapping in a directory where N files became one
+    (:mod:`sr_dist.results.compaction`); a reader whose listing predates the swap finds one of
+    its files gone and fails (it never reads a wrong count). Listing again sees the new state.
+    """
+    for attempt in range(attempts):
+        try:
+            return read()
+        except (FileNotFoundError, OSError, pa.ArrowException) as exc:
+            gone = isinstance(exc, FileNotFoundError) or "No such file" in str(exc) \
+                or "not found" in str(exc).lower()
+            if not gone or isinstance(exc, ResultsNotFound) or attempt == attempts - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def _run_candidates(path: str | os.PathLike[str], run_id: str, columns: list[str]) -> pa.Table:
-    files = [str(f) for d in run_candidate_dirs(path, run_id) for f in data_files(d)]
-    if not files:
-        return CANDIDATE_SCHEMA.empty_table().select(columns)
-    schema = pa.schema([CANDIDATE_SCHEMA.field(c) for c in columns])
-    return ds.dataset(files, schema=schema, format="parquet").to_table(columns=columns)
+    def read() -> pa.Table:
+        files = [str(f) for d in run_candidate_dirs(path, run_id) for f in data_files(d)]
+        if not files:
+            return CANDIDATE_SCHEMA.empty_table().select(columns)
+        schema = pa.schema([CANDIDATE_SCHEMA.field(c) for c in columns])
+        return ds.dataset(files, schema=schema, format="parquet").to_table(columns=columns)
+
+    return retry_on_swap(read)
 
 
 def existing_candidate_ids(path: str | os.PathLike[str], run_id: str) -> frozenset[str]:

@@ -27,7 +27,6 @@ for it in start-up time and memory on every node.
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import logging
 import os
@@ -42,6 +41,7 @@ import ray
 
 from sr_dist.search.pool import canonical_key
 from sr_dist.search.progress import RunTally, TallySnapshot
+from sr_dist.search.sink import WriterSink
 
 if TYPE_CHECKING:  # the settings module imports Hydra, which agent processes do not need
     from sr_dist.search.settings import EvaluatorSettings
@@ -59,8 +59,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Row batches an agent may have on their way to the writer before it waits for one.
-MAX_ROWS_IN_FLIGHT = 8
 #: Worker threads of an agent actor beyond one per hosted episode (model calls of remote
 #: providers run on the event loop's default executor, one thread per waiting call).
 SPARE_THREADS = 8
@@ -176,76 +174,98 @@ class EvaluatorActor:
         await self._service.close()
 
 
-@ray.remote
+@ray.remote(concurrency_groups={"control": 4})  # type: ignore[call-overload]
 class ResultWriter:
-    """Writes a run's candidate rows (``CandidateWriter``) and tallies them for the driver."""
+    """Writes a run's candidate rows (``CandidateWriter``) and tallies them for the driver.
 
-    def __init__(self, path: str, run_id: str, dataset: str, model: str, flush_s: float) -> None:
+    A threaded actor (the driver gives it ``max_concurrency``): each ``add`` waits for the
+    flush that makes its rows durable, many at once, so an answer is an acknowledgement; the
+    driver's calls (progress, flush, close) have threads of their own (the ``control``
+    group), so a thousand waiting adds never hold up a progress poll. Ray
+    restarts it when it dies (``max_restarts``); a restarted one rebuilds its dedup and its
+    tally from the files on disk, and the agents' sinks resend what was not acknowledged.
+    ``base_count``: rows earlier sessions of a resumed run wrote (not this session's).
+    """
+
+    def __init__(self, path: str, run_id: str, dataset: str, model: str, flush_s: float, *,
+                 base_count: int = 0, roll_files: int = 32, roll_s: float | None = 120.0,
+                 target_file_mb: float = 256.0, compact: bool = True,
+                 max_rows: int = 50_000) -> None:
         from sr_dist.results import CandidateWriter
 
-        self._writer = CandidateWriter(Path(path), run_id, dataset, model, flush_s=flush_s)
+        self._writer = CandidateWriter(Path(path), run_id, dataset, model, flush_s=flush_s,
+                                       max_rows=max_rows, roll_files=roll_files, roll_s=roll_s,
+                                       target_file_mb=target_file_mb, compact=compact)
+        self._lock = threading.Lock()
         self._tally = RunTally()
         self._rejected: list[str] = []
+        self._resent_batches = 0
+        self._resent_rows = 0
+        with warnings.catch_warnings():  # Ray's own property reads its deprecated actor_id
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self._restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        if self._restarted:
+            disk = self._writer.on_disk
+            self._tally.restore(count=disk.rows - int(base_count), by_agent=disk.by_agent,
+                                by_status=disk.by_status, contenders=disk.contenders)
+            log.warning("result writer restarted: %d row(s) of this run on disk, resends will "
+                        "be deduplicated", disk.rows)
 
-    def add(self, rows: list[dict[str, Any]]) -> int:
-        result = self._writer.add(rows)
-        if result.rejected:
-            bad = {text.split(":", 1)[0] for text in result.rejected}
-            rows = [r for r in rows if str(r.get("candidate_id")) not in bad]
-            self._rejected.extend(result.rejected[:20])
-        self._tally.add(rows)
+    def add(self, rows: list[dict[str, Any]], resend: bool = False) -> int:
+        """Write ``rows``; returns once they are durably on disk (the count accepted).
+        Raises ``ResultsWriteError`` when the writer has failed (they were not written)."""
+        if resend:
+            with self._lock:
+                self._resent_batches += 1
+                self._resent_rows += len(rows)
+        result = self._writer.add(rows, wait=True)
+        with self._lock:
+            if result.rejected:
+                self._rejected.extend(result.rejected[: max(0, 20 - len(self._rejected))])
+            self._tally.add(result.rows)
         return result.accepted
 
+    @ray.method(concurrency_group="control")
     def progress(self) -> TallySnapshot:
-        return self._tally.snapshot()
+        stats = self._writer.stats()
+        with self._lock:
+            return self._tally.snapshot(write_error=stats.write_error)
 
+    @ray.method(concurrency_group="control")
+    def last_steps(self) -> dict[int, int]:
+        """The highest step on disk or accepted per agent (a restarted agent goes on after)."""
+        return self._writer.last_steps()
+
+    @ray.method(concurrency_group="control")
     def flush(self) -> int:
         return self._writer.flush()
 
-    def close(self) -> dict[str, Any]:
-        """Final flush; returns the writer's counters (raises if the disk refuses)."""
-        self._writer.close()
+    @ray.method(concurrency_group="control")
+    def stats(self) -> dict[str, Any]:
+        return self._stats()
+
+    def _stats(self) -> dict[str, Any]:
+        from sr_dist.results.layout import data_files
+
         stats = self._writer.stats()
-        return {
-            "rows_written": stats.rows_written, "files_written": stats.files_written,
-            "duplicates": stats.duplicates, "rejected": stats.rejected,
-            "last_error": stats.last_error, "rejected_examples": list(self._rejected[:5]),
-        }
-
-
-class WriterSink:
-    """Sends row batches to the writer actor without waiting, but with at most
-    ``max_in_flight`` unacknowledged batches (so a slow disk slows the agent, not memory)."""
-
-    def __init__(self, handle: Any, max_in_flight: int = MAX_ROWS_IN_FLIGHT) -> None:
-        self._handle = handle
-        self._max = max_in_flight
-        self._lock = threading.Lock()
-        self._refs: collections.deque[Any] = collections.deque()
-        self.errors = 0
-
-    def __call__(self, rows: list[dict[str, Any]]) -> None:
-        ref = self._handle.add.remote(rows)
         with self._lock:
-            self._refs.append(ref)
-            oldest = self._refs.popleft() if len(self._refs) > self._max else None
-        if oldest is not None:
-            self._settle([oldest])
+            return {
+                "rows_written": stats.rows_written, "files_written": stats.files_written,
+                "duplicates": stats.duplicates, "rejected": stats.rejected,
+                "last_error": stats.last_error, "write_error": stats.write_error,
+                "rejected_examples": list(self._rejected[:5]),
+                "resent_batches": self._resent_batches, "resent_rows": self._resent_rows,
+                "restarted": self._restarted, "rolls": stats.rolls,
+                "files_merged": stats.files_merged, "seen_entries": stats.seen_entries,
+                "files": len(data_files(self._writer.directory)),
+            }
 
-    def drain(self) -> None:
-        """Wait until every batch sent so far has been accepted by the writer."""
-        with self._lock:
-            refs = list(self._refs)
-            self._refs.clear()
-        self._settle(refs)
-
-    def _settle(self, refs: list[Any]) -> None:
-        for ref in refs:
-            try:
-                ref.future().result()
-            except Exception:  # noqa: BLE001 - counted; the run summary reports lost rows
-                self.errors += 1
-                log.exception("sending candidate rows to the result writer failed")
+    @ray.method(concurrency_group="control")
+    def close(self) -> dict[str, Any]:
+        """Final flush and compaction; returns the writer's counters (raises if the disk
+        refuses). ``rows_written`` and the other counters are this writer instance's."""
+        self._writer.close()
+        return self._stats()
 
 
 class _Hosted:

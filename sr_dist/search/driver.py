@@ -197,10 +197,16 @@ class Driver:
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
         ).remote(dataset)
         self._held = held
+        # Threaded (each add waits for the flush that makes it durable), restarted by Ray
+        # when it dies, and never retried by Ray: the agents' sinks resend unacknowledged rows.
         self.writer = ResultWriter.options(  # type: ignore[attr-defined]
             num_cpus=0, runtime_env=cpu_env(), name=writer_actor_name(self.run_id),
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
-        ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s)
+            max_concurrency=1000, max_restarts=-1, max_task_retries=0,
+        ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s,
+                 base_count=self.resume.candidates_before if self.resume else 0,
+                 roll_files=s.results.roll_files, roll_s=s.results.roll_s,
+                 target_file_mb=s.results.target_file_mb, compact=s.results.compact)
         self._start_pool(self._held)
         self._start_evaluator()
         self._prefit()
@@ -420,7 +426,11 @@ class Driver:
                         len(refs) - len(ready), timeout_s)
 
     def refresh(self, now: float, with_stats: bool) -> None:
-        self.tally = ray.get(self.writer.progress.remote(), timeout=SHUTDOWN_CALL_S)
+        try:  # a writer Ray is restarting answers once it is back; keep the last tally
+            self.tally = ray.get(self.writer.progress.remote(), timeout=10.0)
+        except RayError as exc:
+            log.warning("the result writer did not report progress (restarting?): %s",
+                        str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__)
         if with_stats and self.evaluators:
             self.poll_replicas(SHUTDOWN_CALL_S)
             if not self.replica_stats:
@@ -495,11 +505,16 @@ class Driver:
     def close_writer(self) -> str | None:
         if self.writer is None:
             return None
-        try:
-            self.writer_stats = ray.get(self.writer.close.remote(), timeout=SHUTDOWN_CALL_S)
-        except Exception as exc:  # noqa: BLE001 - the files on disk still tell the story
-            log.error("closing the result writer failed: %s", exc)
-            return f"closing the result writer failed: {type(exc).__name__}: {exc}"
+        for attempt in range(3):  # a writer that died in the call is restarted by Ray: ask again
+            try:
+                self.writer_stats = ray.get(self.writer.close.remote(), timeout=SHUTDOWN_CALL_S)
+                return None
+            except Exception as exc:  # noqa: BLE001 - the files on disk still tell the story
+                if isinstance(exc, ray.exceptions.RayActorError) and attempt < 2:
+                    log.warning("the result writer died while closing; asking its restart again")
+                    continue
+                log.error("closing the result writer failed: %s", exc)
+                return f"closing the result writer failed: {type(exc).__name__}: {exc}"
         return None
 
     def final_stats(self) -> None:

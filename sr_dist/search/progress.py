@@ -37,10 +37,18 @@ class TallySnapshot:
     by_status: dict[str, int]
     #: The best ``ok`` candidate so far, by :func:`sr_dist.candidate.rank_key`.
     best: Candidate | None
+    #: Why the result writer stopped writing (a full or read-only disk), or ``None``: the
+    #: driver stops the run ``failed`` with it.
+    write_error: str | None = None
 
 
 class RunTally:
-    """Counts candidate rows and keeps the best; rows are ``CANDIDATE_SCHEMA`` dicts."""
+    """Counts candidate rows and keeps the best; rows are ``CANDIDATE_SCHEMA`` dicts.
+
+    It counts every row it is given: the result writer hands it only the rows it accepted
+    (durably written, duplicates dropped), so the tally needs no set of ids of its own and its
+    memory does not grow with the run (counters per agent and status, one best candidate).
+    """
 
     def __init__(self) -> None:
         self._count = 0
@@ -48,32 +56,41 @@ class RunTally:
         self._by_status: Counter[str] = Counter()
         self._best: Candidate | None = None
         self._best_key: tuple[float, int, str] = (math.inf, 0, "")
-        self._seen: set[str] = set()
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Count ``rows``; a ``candidate_id`` already counted is skipped (resent rows)."""
+        """Count ``rows`` (each once: the caller has dropped duplicates) and keep the best."""
         for row in rows:
-            cid = str(row.get("candidate_id"))
-            if cid in self._seen:
-                continue
-            self._seen.add(cid)
             self._count += 1
             self._by_agent[int(row.get("agent_id", -1))] += 1
             self._by_status[str(row.get("status"))] += 1
-            # Most rows lose: compare the NMSE first, build a candidate only for a contender.
-            if row.get("status") != "ok" or max(record_fitness(row), NMSE_RESOLUTION) > self._best_key[0]:
-                continue
-            cand = Candidate.from_fit(row)
-            key = rank_key(cand)
-            if math.isfinite(fitness(cand)) and key < self._best_key:
-                self._best, self._best_key = cand, key
+            self._consider(row)
 
-    def snapshot(self) -> TallySnapshot:
+    def restore(self, *, count: int, by_agent: Mapping[int, int], by_status: Mapping[str, int],
+                contenders: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Start from counts read off disk (a restarted writer); ``contenders`` are candidate
+        rows for the best (counted already, so only compared)."""
+        self._count = max(0, int(count))
+        self._by_agent = Counter({int(k): int(v) for k, v in by_agent.items()})
+        self._by_status = Counter({str(k): int(v) for k, v in by_status.items()})
+        for row in contenders:
+            self._consider(row)
+
+    def _consider(self, row: Mapping[str, Any]) -> None:
+        # Most rows lose: compare the NMSE first, build a candidate only for a contender.
+        if row.get("status") != "ok" or max(record_fitness(row), NMSE_RESOLUTION) > self._best_key[0]:
+            return
+        cand = Candidate.from_fit(row)
+        key = rank_key(cand)
+        if math.isfinite(fitness(cand)) and key < self._best_key:
+            self._best, self._best_key = cand, key
+
+    def snapshot(self, write_error: str | None = None) -> TallySnapshot:
         return TallySnapshot(
             candidates=self._count,
             by_agent=dict(sorted(self._by_agent.items())),
             by_status=dict(sorted(self._by_status.items())),
             best=self._best,
+            write_error=write_error,
         )
 
 

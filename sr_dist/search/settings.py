@@ -83,6 +83,10 @@ class ResultsSettings:
 
     path: Path
     flush_s: float
+    roll_files: int = 32
+    roll_s: float | None = 120.0
+    target_file_mb: float = 256.0
+    compact: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +157,9 @@ def _evaluator(section: Mapping[str, Any], base: Path) -> EvaluatorSettings:
 def _results(section: Mapping[str, Any], base: Path) -> ResultsSettings:
     results = ResultsConfig.from_section(section)
     return ResultsSettings(path=_resolve_path(results.path, base).resolve(),
-                           flush_s=results.flush_s)
+                           flush_s=results.flush_s, roll_files=results.roll_files,
+                           roll_s=results.roll_s, target_file_mb=results.target_file_mb,
+                           compact=results.compact)
 
 
 def _resume(section: Any) -> str | None:

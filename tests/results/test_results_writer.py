@@ -161,13 +161,15 @@ def test_duplicates_are_dropped_within_and_across_batches(tmp_path):
 
 def test_a_restarted_writer_seeds_ids_from_disk_and_continues_part_numbers(tmp_path):
     old = rows_for("run-1", 4)
-    with _writer(tmp_path) as w:
+    with _writer(tmp_path, compact=False) as w:
         w.add(old)
     assert existing_candidate_ids(tmp_path, "run-1") == {r["candidate_id"] for r in old}
     assert agent_progress(tmp_path, "run-1") == {0: 3}
 
     new = rows_for("run-1", 3, step0=4) + rows_for("run-1", 2, agent_id=1)
-    with _writer(tmp_path) as w:  # e.g. after an actor restart: the caller resends everything
+    # e.g. after an actor restart: the caller resends everything (no compaction at close, so
+    # the two sessions' files stay apart and their numbers show)
+    with _writer(tmp_path, compact=False) as w:
         result = w.add(old + new)
     assert (result.accepted, result.duplicates) == (5, 4)
     table = open_results(tmp_path).candidates.to_table()

@@ -33,13 +33,39 @@ def test_tally_counts_and_keeps_the_best() -> None:
     tally = RunTally()
     tally.add([_row("a", 0, val=0.5), _row("b", 1, status="nonfinite", val=None),
                _row("c", 1, val=0.1, complexity=9, expression="big")])
-    tally.add([_row("d", 0, val=0.1, complexity=4, expression="small"),  # same error, simpler
-               _row("a", 0, val=0.0)])  # a resent id is not counted again
+    tally.add([_row("d", 0, val=0.1, complexity=4, expression="small")])  # same error, simpler
     snap = tally.snapshot()
     assert snap.candidates == 4
     assert snap.by_agent == {0: 2, 1: 2}
     assert snap.by_status == {"nonfinite": 1, "ok": 3}
     assert snap.best is not None and snap.best.expression == "small"
+    assert snap.write_error is None
+
+
+def test_tally_counts_what_the_writer_accepted_and_holds_no_ids(tmp_path: Path) -> None:
+    # The writer drops resent ids; the tally counts its accepted rows, so its memory is a few
+    # counters however many rows pass (no set of ids of its own).
+    from sr_dist.results import CandidateWriter
+    from tests.results.results_helpers import rows_for
+
+    tally = RunTally()
+    with CandidateWriter(tmp_path, "run-1", "feynman:I.6.2", "evolve", background=False) as w:
+        rows = rows_for("run-1", 6)
+        tally.add(w.add(rows[:4]).rows)
+        tally.add(w.add(rows).rows)  # four resent, two new
+    assert tally.snapshot().candidates == 6
+    assert not any(isinstance(v, (set, frozenset)) for v in vars(tally).values())
+
+
+def test_a_restored_tally_starts_from_the_counts_on_disk() -> None:
+    tally = RunTally()
+    tally.restore(count=7, by_agent={0: 4, 1: 3}, by_status={"ok": 7},
+                  contenders=[_row("x", 1, val=0.01, expression="best")])
+    tally.add([_row("y", 0, val=0.5)])
+    snap = tally.snapshot(write_error="disk full")
+    assert (snap.candidates, snap.by_agent) == (8, {0: 5, 1: 3})
+    assert snap.best is not None and snap.best.expression == "best"
+    assert snap.write_error == "disk full"
 
 
 def test_tally_ignores_failed_and_non_finite_rows() -> None:
