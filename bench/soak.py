@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=4)
     parser.add_argument("--agents-per-actor", type=int, default=1)
     parser.add_argument("--formulas", type=int, default=64, help="formulas per tool call (<= 64)")
-    parser.add_argument("--calls-per-turn", type=int, default=4)
+    parser.add_argument("--calls-per-turn", type=int, default=16)
     parser.add_argument("--structures", type=int, default=256, help="size of the formula pool")
     parser.add_argument("--problem", default="feynman:I.6.2")
     parser.add_argument("--rows", type=int, default=200, help="dataset rows")
