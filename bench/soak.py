@@ -313,8 +313,12 @@ def soak(args: argparse.Namespace, root: Path, say: Any = print) -> tuple[list[P
     log = io.StringIO()
     started = time.monotonic()
     with Monitor(run_id, root, args.candidates, say=say) as monitor:
-        summary = run_search(cfg, stream=log, run_id=run_id,
-                             handle_signals=threading.current_thread() is threading.main_thread())
+        try:
+            summary = run_search(cfg, stream=log, run_id=run_id,
+                                 handle_signals=threading.current_thread() is threading.main_thread())
+        except Exception:
+            say(f"the run failed; the end of its log:\n{log.getvalue()[-3000:]}")
+            raise
     wall = time.monotonic() - started
     rows, distinct = duckdb_count(root, run_id)
     files, size = disk(root, run_id)
@@ -394,7 +398,8 @@ def flat_line(points: Sequence[Point], limit: float = FLAT_RATIO) -> str:
             f"(limit {limit:.2f}x)")
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", type=int, default=1_000_000, help="target rows")
     parser.add_argument("--agents", type=int, default=4)
@@ -422,6 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=None,
                         help="results root to keep (default: a temporary one, removed)")
     parser.add_argument("--json", type=Path, help="write the points and the end as JSON here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.candidates < 1:
         parser.error("--candidates must be positive")

@@ -38,3 +38,22 @@ def test_a_tiny_soak_prints_its_rows_and_counts_match(tmp_path: Path,
     assert final["rows_sent"] == final["duckdb_rows"] == final["duckdb_distinct"] >= 2000
     assert final["files"] >= 1 and final["bytes"] > 0
     assert set(report["memory_ratio"]) == {"driver", "writer", "agent (max)", "evaluator 0"}
+
+
+def test_rolling_options_are_passed_only_where_the_results_config_has_them(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from bench import soak
+
+    args = soak.build_parser().parse_args(["--roll-files", "8", "--no-compact",
+                                           "--set", "search.seed=3"])
+    have = set(soak.ResultsConfig.config_keys())
+    config, skipped = soak.overrides(args, tmp_path)
+    for key, text in (("roll_files", "results.roll_files=8"), ("compact", "results.compact=false")):
+        assert (text in config) == (key in have) and (f"results.{key}" in skipped) != (key in have)
+    assert config[-1] == "search.seed=3" and f"results.path={tmp_path}" in config
+    monkeypatch.setattr(soak.ResultsConfig, "config_keys",
+                        classmethod(lambda cls: ("path", "flush_s", "roll_files", "compact")))
+    config, skipped = soak.overrides(args, tmp_path)
+    assert "results.roll_files=8" in config and "results.compact=false" in config
+    assert skipped == [] and not any(c.startswith("results.roll_s") for c in config)
+
