@@ -3,7 +3,8 @@
 ``messages`` are OpenAI chat-format dicts (the lingua franca every adapter translates from);
 ``tool_history`` keeps the structured ``(ToolCall, ToolCallResult)`` pairs, which are never sent
 to a provider but let an offline proposer (``evolve``) and the recorder read what the tools
-returned without parsing text.
+returned without parsing text. The loop keeps all of it unless the model says it reads less
+(``history_calls``, see :func:`sr_dist.agent.loop.history_limit`).
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ __all__ = [
     "Counters",
     "StopReason",
     "call_groups",
+    "history_limit",
     "stop_after_turn",
     "stop_before_turn",
 ]
@@ -278,6 +279,20 @@ def _episode_of(tool_context: Any) -> Episode:
     return NoEpisode(cancel_event=cancel)
 
 
+def history_limit(model: Any) -> int | None:
+    """How many of the latest tool calls ``context.tool_history`` keeps for ``model``: its
+    ``history_calls`` (a model that reads none of it, such as ``scripted``, says 0, so a long
+    episode's memory does not grow with every call), or ``None`` (all of them: ``evolve``
+    rebuilds its population from the whole history, and a model that says nothing may too)."""
+    value = getattr(model, "history_calls", None)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    if value < 0:
+        raise ValueError(f"model {getattr(model, 'name', model)!r} has history_calls={value}; "
+                         "it must be a count of tool calls (0 or more) or None")
+    return value
+
+
 class Agent:
     """One agent episode against one model, with one catalog of tools.
 
@@ -319,6 +334,7 @@ class Agent:
         tools_text = parser.format_tools(catalog.specs())
         if tools_text and tools_text not in context.system:
             context.system = (context.system.rstrip() + "\n\n" + tools_text) if context.system.strip() else tools_text
+        self._history_calls = history_limit(model)
         self._head: list[dict[str, Any]] = []
         self._turn_logs: list[TurnLog] = []
         self._dropped = 0
@@ -492,8 +508,11 @@ class Agent:
         response: ModelResponse,
     ) -> None:
         calls = [s.call for s in slots]
+        history = self.context.tool_history
         for call, result in zip(calls, results):
-            self.context.tool_history.append((call, history_result(result, self.compaction)))
+            history.append((call, history_result(result, self.compaction)))
+        if self._history_calls is not None and len(history) > self._history_calls:
+            del history[: len(history) - self._history_calls]
         messages: list[dict[str, Any]] = [assistant]
         summaries: list[str | None] = [None]
         if calls or errors:

@@ -259,6 +259,11 @@ class _Job:
 
 _T = TypeVar("_T")
 
+#: Formula texts whose parse an ``Evaluator`` keeps (least recently used dropped first). A run
+#: sees the same texts again and again (agents repeat themselves and each other); parsing one
+#: costs far more than serving its fit from the result cache. About 2.5 KiB each.
+PARSE_CACHE_SIZE = 8192
+
 
 class _PerSplit(NamedTuple, Generic[_T]):
     """One value per dataset split, in the kernels' split order (train, validation, test)."""
@@ -363,6 +368,8 @@ class Evaluator:
         self._np_dtype = np.dtype(opts.dtype)
         self._lock = threading.Lock()
         self._cache: OrderedDict[_CacheKey, _Entry] = OrderedDict()
+        self._parsed: OrderedDict[str, Formula] = OrderedDict()
+        self._parse_lock = threading.Lock()
         self._stats = _Stats()
         self._pending_compile_s = 0.0
         self._prepare_data()
@@ -495,7 +502,17 @@ class Evaluator:
             return item
         if not isinstance(item, str):
             raise FormulaError(f"a formula must be a string or Formula, got {type(item).__name__}")
-        return parse_formula(item, variables=self.feature_names)
+        with self._parse_lock:
+            known = self._parsed.get(item)
+            if known is not None:
+                self._parsed.move_to_end(item)
+                return known
+        parsed = parse_formula(item, variables=self.feature_names)  # raises for bad text: not kept
+        with self._parse_lock:
+            self._parsed[item] = parsed
+            while len(self._parsed) > PARSE_CACHE_SIZE:
+                self._parsed.popitem(last=False)
+        return parsed
 
     def _bucket_for(self, prog: Program) -> Bucket:
         return bucket_for(prog, self.options.const_buckets)
@@ -790,6 +807,7 @@ def enable_persistent_cache(path: str) -> None:
 
 
 __all__ = [
+    "PARSE_CACHE_SIZE",
     "SIZE_CLASSES",
     "Bucket",
     "BucketOverflow",

@@ -1,7 +1,8 @@
 """Model adapters behind one protocol: ``build_model(cfg)`` and what it returns.
 
 Providers: ``openai`` (any OpenAI-compatible endpoint), ``anthropic`` (the optional extra),
-``replay`` (a recorded transcript) and ``evolve`` (the built-in offline proposer). Every model
+``replay`` (a recorded transcript), ``evolve`` (the built-in offline proposer) and ``scripted``
+(a seeded proposer for soak and load tests). Every model
 has ``name``, ``tool_mode``, ``call(context, tools)`` and ``async acall(context, tools)``, and
 fails only with :class:`ModelError`. See docs/models.md.
 """

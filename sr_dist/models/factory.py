@@ -5,7 +5,8 @@ presets such as ``deepseek`` or ``ollama`` are ``provider: openai`` with the end
 Thea's provider names are accepted as written: ``openrouter``, ``qwen``, ``deepseek``,
 ``ollama`` and ``mimo`` are the ``openai`` adapter with that provider's endpoint and key
 variable as defaults (:mod:`sr_dist.models.providers`), and ``mock`` is ``replay`` reading
-``LLM_REPLAY``.
+``LLM_REPLAY``. ``scripted`` is a fast seeded proposer for soak and load tests
+(:mod:`sr_dist.models.scripted`).
 ``record_path`` on any provider wraps the model in a :class:`RecordingModel`.
 """
 
@@ -27,7 +28,7 @@ __all__ = ["ENTRY_POINT_GROUP", "NETWORK_PROVIDERS", "PROVIDERS", "build_model",
 
 #: The providers :func:`build_model` knows out of the box (``evolve`` comes from the SR domain
 #: through the :data:`ENTRY_POINT_GROUP` entry point).
-PROVIDERS = ("openai", "anthropic", "replay", "evolve", *COMPAT_PROVIDERS, "mock")
+PROVIDERS = ("openai", "anthropic", "replay", "evolve", *COMPAT_PROVIDERS, "mock", "scripted")
 #: The providers this layer builds itself.
 _BUILTIN = tuple(p for p in PROVIDERS if p != "evolve")
 #: The providers that go over the network (a search run gives each a provider circuit).
@@ -131,6 +132,10 @@ def build_model(
         if record_path and os.path.realpath(os.path.expanduser(record_path)) == os.path.realpath(os.path.expanduser(replay.source)):
             raise ModelConfigError("model.record_path is the transcript being replayed; recording would erase it")
         model = replay
+    elif provider == "scripted":
+        from sr_dist.models.scripted import build_scripted  # only soak and load runs need it
+
+        model = build_scripted({k: v for k, v in options.items() if k != "record_path"})
     else:
         assert plugin is not None
         model = plugin({k: v for k, v in options.items() if k != "record_path"})

@@ -26,6 +26,8 @@ __all__ = [
     "BatchingEvaluator",
     "EvaluationFailed",
     "FitsMany",
+    "KEY_CACHE_SIZE",
+    "memo_key",
     "search_warmup",
     "warmup_formulas",
 ]
@@ -48,6 +50,29 @@ _RATE_WINDOW = 8
 
 #: Largest constant count the search warms up (bigger buckets compile when first used).
 _WARMUP_MAX_CONSTS = 8
+
+#: Formula texts whose canonical key the service keeps (least recently used dropped first):
+#: the key is a parse, and a run proposes the same texts again and again.
+KEY_CACHE_SIZE = 16384
+
+
+def memo_key(key: Callable[[str], str], size: int = KEY_CACHE_SIZE) -> Callable[[str], str]:
+    """``key`` remembered for the last ``size`` texts (one thread: the service's event loop)."""
+    if size < 1:
+        raise ValueError(f"size must be at least 1, got {size!r}")
+    kept: collections.OrderedDict[str, str] = collections.OrderedDict()
+
+    def cached(text: str) -> str:
+        found = kept.get(text)
+        if found is not None:
+            kept.move_to_end(text)
+            return found
+        value = kept[text] = key(text)
+        if len(kept) > size:
+            kept.popitem(last=False)
+        return value
+
+    return cached
 
 
 def _polynomial(variable: str, constants: Sequence[str]) -> Node:
@@ -124,7 +149,8 @@ class BatchingEvaluator:
         if max_queue_s is not None and not max_queue_s > 0:
             raise ValueError(f"max_queue_s must be positive, got {max_queue_s!r}")
         self._evaluator = evaluator
-        self._batcher: MicroBatcher[Any] = MicroBatcher(max_batch, max_wait_s, key)
+        self._batcher: MicroBatcher[Any] = MicroBatcher(
+            max_batch, max_wait_s, memo_key(key) if key is not None else None)
         self._clock = clock
         self._max_queue = max_queue
         self._max_queue_s = max_queue_s

@@ -187,3 +187,19 @@ def test_a_call_split_into_several_batches_matches_lone_fits(target_dataset: Dat
         alone = ev.fit_many([formulas[idx]])[0]
         assert alone.constants == together[idx].constants
         assert alone.train_mse == together[idx].train_mse
+
+
+def test_parsed_texts_are_kept_to_a_bound_and_serve_the_same_results(
+        target_dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sr_dist.evaluator.evaluator as module
+
+    monkeypatch.setattr(module, "PARSE_CACHE_SIZE", 2)
+    fresh = Evaluator(target_dataset)
+    texts = ["a*x0 + b", "a*x1 + b", "a*x2 + b"]
+    first = fresh.fit_many(texts)
+    assert list(fresh._parsed) == texts[1:]  # the oldest parse made room
+    again = fresh.fit_many([texts[2], texts[0], "x0 +", "x0 +"])
+    assert [r.expression for r in again[:2]] == [texts[2], texts[0]]
+    assert again[0].constants == first[2].constants and again[1].constants == first[0].constants
+    assert [r.status for r in again[2:]] == ["invalid", "invalid"]  # bad text: never kept
+    assert list(fresh._parsed) == [texts[2], texts[0]]

@@ -346,3 +346,19 @@ def test_a_held_back_request_is_not_overtaken_by_later_ones() -> None:
     assert service.stats()["held_back"]["requests"] >= 1
     # It arrived third: with first-come admission it goes once the first two leave the queue.
     assert order.index("big") <= 4, order
+
+
+def test_memo_key_remembers_the_latest_texts_up_to_its_size() -> None:
+    from sr_dist.search.service import memo_key
+
+    seen: list[str] = []
+
+    def key(text: str) -> str:
+        seen.append(text)
+        return text.upper()
+
+    cached = memo_key(key, size=2)
+    assert [cached(t) for t in ("a", "b", "a", "c", "a", "b")] == ["A", "B", "A", "C", "A", "B"]
+    assert seen == ["a", "b", "c", "b"]  # "a" stayed (used recently), "b" was dropped for "c"
+    with pytest.raises(ValueError, match="at least 1"):
+        memo_key(key, size=0)
