@@ -47,7 +47,7 @@ _AGENT_BUDGET_REASONS = ("max_turns", "max_tool_calls", "max_tokens", "deadline"
 RUN_OUTCOMES: Mapping[str, frozenset[str | None]] = MappingProxyType({
     "running": frozenset({None}),
     "completed": frozenset({"target_nmse", "max_candidates", "max_seconds", "agents_done",
-                            *_AGENT_BUDGET_REASONS}),
+                            "client_closed", *_AGENT_BUDGET_REASONS}),
     "interrupted": frozenset({"interrupted"}),
     "failed": frozenset({"agents_failed", "error", "write_failed"}),
 })

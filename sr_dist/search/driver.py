@@ -158,6 +158,8 @@ class Driver:
         self.restarts: dict[int, int] = {}
         self.earlier_rows: dict[int, int] = {}
         self.stopping = False
+        #: Why the writer gave up (a full or read-only disk): the run stops ``write_failed``.
+        self.write_error: str | None = None
         self._dataset: Any = None
         self._dataset_holder: Any = None
         self._held: Any = None
@@ -194,14 +196,16 @@ class Driver:
         held = HeldDataset(f"sr-dist:{self.run_id}:dataset")
         self._dataset_holder = DatasetHolder.options(  # type: ignore[attr-defined]
             num_cpus=0, runtime_env=cpu_env(), name=held.holder,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
         ).remote(dataset)
         self._held = held
         # Threaded (each add waits for the flush that makes it durable), restarted by Ray
         # when it dies, and never retried by Ray: the agents' sinks resend unacknowledged rows.
         self.writer = ResultWriter.options(  # type: ignore[attr-defined]
             num_cpus=0, runtime_env=cpu_env(), name=writer_actor_name(self.run_id),
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
+            # Pinned: results.path is the driver's disk (a restart elsewhere would write to
+            # another machine's), and soft affinity may spill to another node under load.
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
             max_concurrency=1000, max_restarts=-1, max_task_retries=0,
         ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s,
                  base_count=self.resume.candidates_before if self.resume else 0,
@@ -373,14 +377,19 @@ class Driver:
         its steps continue after its last one, its best rows are its warm start."""
         from sr_dist.search.resume import agent_restart
 
-        with contextlib.suppress(Exception):  # the lost agents' buffered rows, on disk first
+        last_steps: dict[int, int] = {}
+        try:  # the lost agents' buffered rows on disk first; the writer knows their last steps
             ray.get(self.writer.flush.remote(), timeout=SHUTDOWN_CALL_S)
+            last_steps = ray.get(self.writer.last_steps.remote(), timeout=SHUTDOWN_CALL_S)
+        except Exception as exc:  # noqa: BLE001 - the disk still says where each agent was
+            log.warning("the result writer could not say where the lost agents were: %s", exc)
         specs = []
         for agent_id in agent_ids:
             self.restarts[agent_id] = self.restarts.get(agent_id, 0) + 1
             state = agent_restart(self.settings.results.path, self.run_id, agent_id)
             self.earlier_rows[agent_id] = state.rows
-            specs.append(self._spec(agent_id, offset=max(0, state.last_step), prior=state.prior))
+            last = max(state.last_step, int(last_steps.get(agent_id, -1)))
+            specs.append(self._spec(agent_id, offset=max(0, last), prior=state.prior))
         counts = ", ".join(f"{i} ({self.restarts[i]}/{self.settings.search.max_agent_restarts})"
                            for i in agent_ids)
         self.say(f"sr-dist: restarting lost agent(s) {counts} from their rows on disk")
@@ -472,6 +481,12 @@ class Driver:
             self.refresh(now, with_stats)
             snap = self.snapshot(now)
             reporter.update(snap, now)
+            if self.tally.write_error:
+                self.write_error = self.tally.write_error
+                reporter.update(snap, now, force=True)
+                self.say(f"sr-dist: the results disk refused the rows: {self.write_error}; "
+                         "stopping the run (what was written stays readable)")
+                return "write_failed"
             reason = decide_stop(
                 self.settings.search, elapsed_s=snap.elapsed_s, candidates=snap.candidates,
                 best_val_nmse=snap.best_val_nmse, agents_running=len(self.pending),

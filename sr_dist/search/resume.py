@@ -36,7 +36,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from sr_dist.candidate import record_fitness
-from sr_dist.results import RunRecord, agent_progress, open_results, read_run
+from sr_dist.results import RunRecord, agent_progress, open_results, read_run, retry_on_swap
 from sr_dist.search.settings import Settings, SettingsError, settings_from_config
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
@@ -210,10 +210,13 @@ class AgentRestart:
 def agent_restart(path: Path, run_id: str, agent_id: int, *,
                   prior_per_agent: int = PRIOR_PER_AGENT) -> AgentRestart:
     """Read one agent's rows of ``run_id`` for a replacement episode (search.restart_lost_agents)."""
-    results = open_results(path)
-    table = results.candidates.to_table(
-        columns=_COLUMNS, filter=(ds.field("run_id") == run_id) & (ds.field("agent_id") == agent_id))
-    rows = table.to_pylist()
+    def read() -> list[dict[str, Any]]:
+        table = open_results(path).candidates.to_table(
+            columns=_COLUMNS,
+            filter=(ds.field("run_id") == run_id) & (ds.field("agent_id") == agent_id))
+        return table.to_pylist()
+
+    rows = retry_on_swap(read)  # the writer may be rolling the run's files meanwhile
     last = max((int(r["step"]) for r in rows), default=-1)
     return AgentRestart(agent_id=int(agent_id), last_step=last, rows=len(rows),
                         prior=tuple(best_distinct(rows, prior_per_agent)))

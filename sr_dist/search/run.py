@@ -151,6 +151,8 @@ class Driven:
     status: str
     error: str | None
     writer_error: str | None
+    #: Why the result writer gave up (a full or read-only disk; stop reason ``write_failed``).
+    write_error: str | None
     candidates: int
     best_row: Mapping[str, Any] | None
     outcomes: tuple[AgentOutcome, ...]
@@ -270,7 +272,7 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
                 status, stop_reason = final_outcome(stop_reason, signal_number=interrupts.signal,
                                                     error=error)
                 final = record.with_best(best_row, count).finished(
-                    status, stop_reason, error=error or writer_error,
+                    status, stop_reason, error=error or run.write_error or writer_error,
                     signal=interrupts.name).with_evaluator_stats(stats_for_record(run.eval_stats))
                 ballast.release()  # the final row fits even on a disk the rows filled
                 write_run(path, final)
@@ -284,7 +286,8 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
                 if run.search_started is not None and run.search_ended is not None else 0.0)
     return Driven(
         run_id=run.run_id, stop_reason=stop_reason, status=status, error=error,
-        writer_error=writer_error, candidates=count, best_row=best_row,
+        writer_error=writer_error, write_error=run.write_error, candidates=count,
+        best_row=best_row,
         outcomes=tuple(run.outcomes[i] for i in sorted(run.outcomes)),
         lost=tuple(sorted(run.lost)), evaluator=run.eval_stats, writer=run.writer_stats,
         signal=interrupts.signal, wall_s=time.monotonic() - run.started, search_s=searched,
@@ -300,7 +303,8 @@ def finalize(prepared: Prepared, driven: Driven) -> RunSummary:
         wall_s=driven.wall_s, results_path=prepared.path, dataset=prepared.dataset.name,
         model=prepared.model_label, agents=driven.outcomes, lost_agents=driven.lost,
         evaluator=driven.evaluator, writer=driven.writer,
-        error=driven.error or driven.writer_error, signal=driven.signal, search_s=driven.search_s,
+        error=driven.error or driven.write_error or driven.writer_error, signal=driven.signal,
+        search_s=driven.search_s,
         resumed=resume is not None,
         candidates_before=resume.candidates_before if resume is not None else 0,
     )
