@@ -14,6 +14,7 @@
 #   SR_DIST_WORKING_DIR ship this local directory as the job's working_dir (default: none;
 #                       the nodes already have sr-dist installed)
 #   SR_DIST_NO_WAIT     1: return after submitting instead of following the logs
+#   SR_DIST_STOP_WAIT_S seconds `ray job stop` gives the run to stop cleanly (default 60)
 set -euo pipefail
 
 usage() {
@@ -61,9 +62,11 @@ fi
 
 # The runtime env holds no secrets: the token never leaves this shell's environment.
 python_bin="$(command -v python3 || command -v python)"
-runtime_env="$("$python_bin" - "${SR_DIST_WORKING_DIR:-}" <<'PY'
+runtime_env="$("$python_bin" - "${SR_DIST_WORKING_DIR:-}" "${SR_DIST_STOP_WAIT_S:-60}" <<'PY'
 import json, sys
-env = {"env_vars": {"PYTHONUNBUFFERED": "1"}}
+# `ray job stop` sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s by default):
+# give sr-dist time to stop its agents, flush and write its runs row (docs/reliability.md).
+env = {"env_vars": {"PYTHONUNBUFFERED": "1", "RAY_JOB_STOP_WAIT_TIME_S": sys.argv[2]}}
 if sys.argv[1]:
     env["working_dir"] = sys.argv[1]
     env["excludes"] = [".git", ".venv", "results", "outputs", "**/__pycache__"]

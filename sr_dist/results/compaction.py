@@ -172,21 +172,30 @@ def has_candidate_schema(path: Path) -> bool:
 
 
 def write_merged(group: Sequence[FileInfo], out_dir: Path) -> Path:
-    """One file in ``out_dir`` holding ``group``'s rows in order, fsynced; returns its path."""
+    """One file in ``out_dir`` holding ``group``'s rows in order, fsynced; returns its path.
+
+    Streamed a row group at a time: memory stays at about one row group however large the
+    inputs (a whole-file read of a large rolled file would grow the writer's memory with the
+    run).
+    """
     target = out_dir / part_name(group[0].first, max(f.last for f in group))
-    pending: list[pa.Table] = []
+    pending: list[pa.RecordBatch] = []
     rows = 0
     with open(target, "wb") as fh:
         with pq.ParquetWriter(fh, CANDIDATE_SCHEMA, compression="zstd") as writer:
             for f in group:
-                table = pq.ParquetFile(f.path).read()  # no partition discovery
-                pending.append(table)
-                rows += table.num_rows
-                if rows >= ROW_GROUP_ROWS:
-                    writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
-                    pending, rows = [], 0
+                source = pq.ParquetFile(f.path)  # no partition discovery
+                for batch in source.iter_batches(batch_size=ROW_GROUP_ROWS):
+                    pending.append(batch)
+                    rows += batch.num_rows
+                    if rows >= ROW_GROUP_ROWS:
+                        writer.write_table(pa.Table.from_batches(pending, CANDIDATE_SCHEMA),
+                                           row_group_size=ROW_GROUP_ROWS)
+                        pending, rows = [], 0
+                source.close()
             if pending:
-                writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
+                writer.write_table(pa.Table.from_batches(pending, CANDIDATE_SCHEMA),
+                                   row_group_size=ROW_GROUP_ROWS)
         fh.flush()
         os.fsync(fh.fileno())
     return target

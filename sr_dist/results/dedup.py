@@ -12,8 +12,10 @@ resent, the agent has sent at most ``max_in_flight - 1`` batches after it, i.e. 
 :class:`SeenIds` therefore keeps, per agent, the exact ids of the ``window_steps`` highest
 steps it has seen (default 256, well above the sink's 32) and a *floor*: the highest step it
 has dropped from that window; every id at or below the floor counts as seen. That is exact
-for everything that can be resent, and the memory is ``agents x window_steps x rows per
-step`` entries, however long the run. Ids that do not parse as this run's pattern (made by
+for everything that can be resent. A step's indices are held as ranges (its batches are
+contiguous runs of indices, so a step of 1,024 rows in 16 batches is one range), so the memory
+is about ``agents x window_steps`` ranges, however long the run and however many rows a step
+has. Ids that do not parse as this run's pattern (made by
 hand, by another tool) fall back to an exact set.
 """
 
@@ -27,13 +29,46 @@ __all__ = ["DEFAULT_WINDOW_STEPS", "SeenIds"]
 DEFAULT_WINDOW_STEPS = 256
 
 
+def _holds(ranges: list[int], index: int) -> bool:
+    """Whether ``index`` is in ``ranges`` (flat ``[lo0, hi0, lo1, hi1, ...]``, half-open)."""
+    for k in range(0, len(ranges), 2):
+        if ranges[k] <= index < ranges[k + 1]:
+            return True
+    return False
+
+
+def _insert(ranges: list[int], index: int) -> None:
+    """Add ``index`` (not in ``ranges``), merging neighbours: a step's rows come as a few
+    contiguous batches of indices, so a step usually costs one range, however many rows."""
+    if ranges and ranges[-1] == index:  # the common case: the next index of the last batch
+        ranges[-1] = index + 1
+        return
+    for k in range(0, len(ranges), 2):
+        lo, hi = ranges[k], ranges[k + 1]
+        if index == hi:
+            if k + 2 < len(ranges) and ranges[k + 2] == index + 1:  # closes a gap
+                ranges[k + 1] = ranges[k + 3]
+                del ranges[k + 2:k + 4]
+            else:
+                ranges[k + 1] = index + 1
+            return
+        if index == lo - 1:
+            ranges[k] = index
+            return
+        if index < lo:
+            ranges[k:k] = [index, index + 1]
+            return
+    ranges.extend((index, index + 1))
+
+
 class _AgentWindow:
-    """One agent's exact window: step -> candidate indices, and the floor below it."""
+    """One agent's exact window: step -> the candidate indices seen (as ranges), and the floor
+    below it."""
 
     __slots__ = ("steps", "floor", "entries")
 
     def __init__(self) -> None:
-        self.steps: dict[int, set[int]] = {}
+        self.steps: dict[int, list[int]] = {}
         self.floor: int | None = None
         self.entries = 0
 
@@ -84,7 +119,7 @@ class SeenIds:
             return False
         if window.floor is not None and step <= window.floor:
             return True
-        return index in window.steps.get(step, ())
+        return _holds(window.steps.get(step, []), index)
 
     def add(self, cid: str) -> bool:
         """Record ``cid``; ``True`` when it is new, ``False`` when it counts as seen."""
@@ -100,16 +135,17 @@ class SeenIds:
             window = self._agents[agent] = _AgentWindow()
         if window.floor is not None and step <= window.floor:
             return False
-        indices = window.steps.get(step)
-        if indices is None:
-            indices = window.steps[step] = set()
-        elif index in indices:
+        ranges = window.steps.get(step)
+        if ranges is None:
+            ranges = window.steps[step] = []
+        elif _holds(ranges, index):
             return False
-        indices.add(index)
+        _insert(ranges, index)
         window.entries += 1
         if len(window.steps) > self.window_steps:
             lowest = min(window.steps)
-            window.entries -= len(window.steps.pop(lowest))
+            dropped = window.steps.pop(lowest)
+            window.entries -= sum(dropped[k + 1] - dropped[k] for k in range(0, len(dropped), 2))
             window.floor = lowest if window.floor is None else max(window.floor, lowest)
         return True
 
@@ -121,6 +157,12 @@ class SeenIds:
             if top is not None:
                 out[agent] = top
         return dict(sorted(out.items()))
+
+    @property
+    def ranges(self) -> int:
+        """Index ranges held (what the memory is: a step's contiguous batches are one)."""
+        return len(self._other) + sum(len(r) // 2 for w in self._agents.values()
+                                      for r in w.steps.values())
 
     @property
     def entries(self) -> int:

@@ -1,22 +1,19 @@
 """The ``sr-dist`` app as users run it: real processes, real Ray clusters, Parquet read back.
 
 Each test starts ``sr-dist`` (or ``python -m sr_dist``) as a subprocess: --help, a user's CSV
-with ``sr-dist-query``, a sweep, Ctrl-C, and a two-node cluster started with ``ray start``.
+with ``sr-dist-query``, a sweep, Ctrl-C, SIGTERM and SIGHUP (a two-node cluster started with ``ray start`` is
+tests/cli/test_cluster_faults.py's).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -260,90 +257,6 @@ def test_a_second_signal_skips_the_grace_period(tmp_path: Path) -> None:
     _, status, reason, sig, candidates, rows = _runs_row(tmp_path / "out")
     assert (status, reason, sig) == ("interrupted", "interrupted", "SIGHUP")
     assert candidates == rows
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a `ray start --block` process and the Ray processes it started (its group)."""
-    for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # children outlive a `ray start` that exited on SIGTERM
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-@pytest.fixture()
-def two_node_cluster() -> Iterator[tuple[str, dict[str, str]]]:
-    """A head and a second node on 127.0.0.1, token authentication on."""
-    ray_cli = str(BIN / "ray")
-    temp = tempfile.mkdtemp(prefix="srd-ray-")
-    env = _env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
-    port = _free_port()
-    common = ["--num-cpus=1", "--node-ip-address=127.0.0.1", "--block"]
-    head = subprocess.Popen(
-        [ray_cli, "start", "--head", f"--port={port}", "--include-dashboard=false",
-         f"--temp-dir={temp}", *common],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    procs = [head]
-    try:
-        deadline = time.monotonic() + 90
-        while True:  # the GCS port answers once the head is up
-            assert head.poll() is None, "ray start --head exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the head node did not come up"
-                time.sleep(0.5)
-        worker = subprocess.Popen(
-            [ray_cli, "start", f"--address=127.0.0.1:{port}", *common],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
-        procs.append(worker)
-        yield f"127.0.0.1:{port}", env
-    finally:
-        for proc in reversed(procs):
-            _stop_group(proc)
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def test_search_on_a_two_node_cluster(two_node_cluster: tuple[str, dict[str, str]],
-                                      tmp_path: Path) -> None:
-    address, env = two_node_cluster
-    done = subprocess.run(
-        _sr_dist(f"ray.address={address}", "ray.auth_mode=token", "search.agents=2",
-                 "dataset.source=feynman:I.6.2", "search.target_nmse=null",
-                 "search.max_candidates=192", "search.max_seconds=120", "results.path=out",
-                 "evaluator.replicas=2"),
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    con = duckdb_connection(tmp_path / "out")
-    (status, reason, candidates, stats), = con.sql(
-        "SELECT status, stop_reason, candidates, evaluator_stats FROM runs").fetchall()
-    assert status == "completed" and reason == "max_candidates" and candidates >= 192
-    agents = {r[0] for r in con.sql("SELECT DISTINCT agent_id FROM candidates").fetchall()}
-    assert agents == {0, 1}
-    rows, distinct = con.execute("SELECT count(*), count(DISTINCT candidate_id) FROM candidates").fetchone()
-    assert rows == distinct == candidates
-    # Issue 13: the two evaluator replicas (one CPU each) were placed one per node, both fitted.
-    replicas = json.loads(stats)["per_replica"]
-    assert len(replicas) == 2 and len({r["node_id"] for r in replicas}) == 2, replicas
-    assert all(r["search_fits"] > 0 for r in replicas), replicas
 
 
 def test_the_config_groups_ship_in_the_wheel(tmp_path: Path) -> None:

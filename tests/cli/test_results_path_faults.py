@@ -7,6 +7,7 @@ The read-only and full file systems are real: small tmpfs mounts in a private mo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -62,3 +63,39 @@ def test_a_results_path_on_a_bad_file_system_is_refused_before_ray(
     done = subprocess.run(["unshare", "--mount", "sh", "-c", script], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     _refused(done, why)
+
+
+CHECK = """
+import json, sys
+from sr_dist.results import duckdb_connection
+con = duckdb_connection(sys.argv[1])
+(status, reason, error, candidates), = con.sql(
+    "SELECT status, stop_reason, error, candidates FROM runs").fetchall()
+rows, distinct = con.sql("SELECT count(*), count(DISTINCT candidate_id) FROM candidates").fetchall()[0]
+print("CHECK " + json.dumps([status, reason, error, candidates, rows, distinct]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _can_mount(), reason="needs root and unshare --mount for tmpfs mounts")
+def test_a_disk_that_fills_during_the_run_stops_it_failed_and_keeps_what_was_written(
+        tmp_path: Path) -> None:
+    """A real 1.1 MiB tmpfs: room to start, filled by the fast scripted proposer's rows."""
+    target = tmp_path / "mnt"
+    target.mkdir()
+    script = (
+        f"ip link set lo up && D={target} && mount -t tmpfs -o size=1100k none $D && "
+        f"RAY_AUTH_MODE=disabled {_sr_dist()} model=scripted dataset.source=feynman:I.6.2 "
+        "search.agents=2 search.max_seconds=240 search.target_nmse=null "
+        "evaluator.warmup=false results.flush_s=0.5 results.path=$D; echo RC=$?; "
+        f"{sys.executable} -c '{CHECK}' $D")
+    done = subprocess.run(["unshare", "--net", "--mount", "sh", "-c", script], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=400)
+    out = done.stdout
+    assert "RC=1" in out, out[-3000:] + done.stderr[-3000:]
+    assert "the results disk refused the rows" in out
+    status, reason, error, candidates, rows, distinct = json.loads(
+        out.split("CHECK ", 1)[1])
+    assert (status, reason) == ("failed", "write_failed"), error
+    assert "No space left on device" in error
+    assert candidates == rows == distinct > 0  # what was written is whole and counted

@@ -128,6 +128,7 @@ def test_submit_sh_passes_overrides_and_keeps_the_token_out_of_argv(fake_ray):
     assert argv[:4] == ["job", "submit", "--address", "http://head:8265"]
     runtime_env = json.loads(argv[argv.index("--runtime-env-json") + 1])
     assert runtime_env["env_vars"] and "working_dir" not in runtime_env
+    assert runtime_env["env_vars"]["RAY_JOB_STOP_WAIT_TIME_S"] == "60"  # ray job stop waits
     entry = argv[argv.index("--") + 1:]
     assert entry[:2] == ["sr-dist", "ray.address=auto"]
     assert "results.path=/mnt/shared/r" in entry and "ray.auth_mode=token" in entry

@@ -78,3 +78,24 @@ def test_ids_of_another_shape_fall_back_to_an_exact_set(cid: str) -> None:
 def test_window_must_be_positive() -> None:
     with pytest.raises(ValueError, match="window_steps must be a positive integer"):
         SeenIds("r", window_steps=0)
+
+
+def test_a_step_of_many_batches_costs_one_range() -> None:
+    # The scripted soak proposer's turns: 16 calls of 64 formulas, 1,024 rows in one step.
+    seen = SeenIds("r", window_steps=8)
+    for step in range(40):
+        for call in reversed(range(16)):  # batches may land out of order
+            for index in range(call * 64, call * 64 + 64):
+                assert seen.add(candidate_id("r", 0, step, index))
+    assert seen.ranges == 8 and seen.entries == 8 * 1024
+    assert candidate_id("r", 0, 39, 1023) in seen and candidate_id("r", 0, 39, 1024) not in seen
+    assert not seen.add(candidate_id("r", 0, 35, 500))
+
+
+def test_ranges_merge_and_split_exactly() -> None:
+    seen = SeenIds("r")
+    for index in (5, 3, 4, 10, 0, 1, 2, 9, 6):
+        assert seen.add(candidate_id("r", 1, 0, index))
+    assert all(candidate_id("r", 1, 0, i) in seen for i in (0, 1, 2, 3, 4, 5, 6, 9, 10))
+    assert all(candidate_id("r", 1, 0, i) not in seen for i in (7, 8, 11))
+    assert seen.ranges == 2  # [0, 7) and [9, 11)
