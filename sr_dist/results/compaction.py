@@ -55,8 +55,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Rows per row group of a merged file (one input file per row group would leave many tiny
-#: groups, which readers pay for).
-ROW_GROUP_ROWS = 128 * 1024
+#: groups, which readers pay for); a merge holds about two of them in memory at a time.
+ROW_GROUP_ROWS = 32 * 1024
 #: ``renameat2`` flag: swap the two names atomically.
 RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

@@ -62,6 +62,11 @@ SHUTDOWN_CALL_S = 60.0
 #: Longest wait for the evaluator replicas' final stats (one that cannot come back, its node
 #: lost and no room elsewhere, must not hold up the end of the run).
 FINAL_STATS_S = 10.0
+#: The result writer's allocators. Its ~1,000 threads (one per acknowledgement in flight)
+#: would each get a glibc arena, and Arrow's jemalloc pool keeps what a merge used: both grew
+#: the writer's memory with the run in the million-row soak (bench/soak.py); two arenas and
+#: the system pool keep it at the size of one merge.
+WRITER_ENV = {"MALLOC_ARENA_MAX": "2", "ARROW_DEFAULT_MEMORY_POOL": "system"}
 #: Ray's own resends of an evaluator call that was in flight when a lone evaluator died (the
 #: agents' ``EvaluatorPool`` resends on top of this, with backoff). With several replicas Ray
 #: does not resend: the pool reroutes the call to a live replica at once instead of waiting
@@ -202,11 +207,12 @@ class Driver:
         # Threaded (each add waits for the flush that makes it durable), restarted by Ray
         # when it dies, and never retried by Ray: the agents' sinks resend unacknowledged rows.
         self.writer = ResultWriter.options(  # type: ignore[attr-defined]
-            num_cpus=0, runtime_env=cpu_env(), name=writer_actor_name(self.run_id),
+            num_cpus=0, runtime_env={"env_vars": {**cpu_env()["env_vars"], **WRITER_ENV}},
+            name=writer_actor_name(self.run_id),
             # Pinned: results.path is the driver's disk (a restart elsewhere would write to
             # another machine's), and soft affinity may spill to another node under load.
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-            max_concurrency=1000, max_restarts=-1, max_task_retries=0,
+            max_concurrency=1000, max_restarts=-1, max_task_retries=0, enable_task_events=False,
         ).remote(str(s.results.path), self.run_id, dataset.name, model_label, s.results.flush_s,
                  base_count=self.resume.candidates_before if self.resume else 0,
                  roll_files=s.results.roll_files, roll_s=s.results.roll_s,
