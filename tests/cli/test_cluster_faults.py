@@ -195,17 +195,25 @@ def _job_status(cluster: Cluster, job_id: str) -> str:
     return done.stdout
 
 
-def test_ray_job_stop_interrupts_the_run_and_it_resumes(cluster: Cluster,
-                                                        tmp_path: Path) -> None:
+def test_ray_job_stop_interrupts_the_run(cluster: Cluster, tmp_path: Path) -> None:
+    """SIGTERM through `ray job stop`; the row it leaves is what `run.resume` continues
+    (tests/cli/test_cli.py resumes one after a SIGTERM)."""
     out = tmp_path / "out"
     # `ray job stop` waits RAY_JOB_STOP_WAIT_TIME_S (3 s by default) before SIGKILL; a job
     # that wants its grace period says so in its runtime env (docs/reliability.md).
     runtime = json.dumps({"env_vars": {"RAY_JOB_STOP_WAIT_TIME_S": "60"}})
     job_id = f"srd-job-{os.getpid()}"
-    submitted = _job(cluster, "submit", "--no-wait", f"--submission-id={job_id}",
-                     f"--runtime-env-json={runtime}", "--", "sr-dist", "ray.address=auto",
-                     "ray.auth_mode=token", "dataset.source=feynman:I.6.2", "search.max_seconds=600",
-                     "search.target_nmse=null", f"results.path={out}")
+    deadline = time.monotonic() + 120
+    while True:  # the head's job agent takes a moment after its dashboard answers
+        submitted = _job(cluster, "submit", "--no-wait", f"--submission-id={job_id}",
+                         f"--runtime-env-json={runtime}", "--", "sr-dist", "ray.address=auto",
+                         "ray.auth_mode=token", "dataset.source=feynman:I.6.2",
+                         "search.max_seconds=600", "search.target_nmse=null",
+                         f"results.path={out}")
+        if submitted.returncode == 0 or "No available agent" not in submitted.stderr \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(2)
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     deadline = time.monotonic() + 240
     while not _has_rows(out):
@@ -220,12 +228,6 @@ def test_ray_job_stop_interrupts_the_run_and_it_resumes(cluster: Cluster,
     rows, distinct = _rows(out)
     assert candidates == rows == distinct > 0
 
-    resumed = _job(cluster, "submit", "--", "sr-dist", "ray.address=auto", "ray.auth_mode=token",
-                   f"run.resume={run_id}", "search.max_seconds=5", f"results.path={out}")
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    (same, status, reason, sig, total), = _runs(out)
-    assert (same, status, reason, sig) == (run_id, "completed", "max_seconds", None)
-    assert total == _rows(out)[0] == _rows(out)[1] > rows
 
 
 DRIVER = """
@@ -250,7 +252,7 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, f"ray.address={cluster.address}", "ray.auth_mode=token",
          "search.agents=3",
-         "evaluator.replicas=2", "dataset.source=feynman:I.6.2", "search.max_seconds=35",
+         "evaluator.replicas=2", "dataset.source=feynman:I.6.2", "search.max_seconds=30",
          "search.target_nmse=null", "search.max_candidates=1000000", "results.flush_s=0.5",
          f"results.path={out}"],
         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

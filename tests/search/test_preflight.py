@@ -37,3 +37,4 @@ def test_hydra_keeps_its_record_elsewhere_when_the_path_cannot_take_it(tmp_path:
     assert record_dir(str(tmp_path / "new")) == str(tmp_path / "new")
     (tmp_path / "f").write_text("x")
     assert record_dir(str(tmp_path / "f")).endswith("sr-dist-hydra")
+
