@@ -8,13 +8,15 @@ Three steps, each a function with a value out:
 2. :func:`drive`: Ray started (or joined), the ``running`` row written, the evaluator, the
    writer and the agent actors started and polled by the :class:`~sr_dist.search.driver.Driver`
    until a stop rule fires (``max_seconds``, ``max_candidates``, ``target_nmse``, all agents
-   done, SIGINT/SIGTERM), then stopped, the writer closed and the final ``runs`` row written:
+   done, SIGINT/SIGTERM/SIGHUP, the results disk failing), then stopped, the writer closed and the final ``runs`` row written:
    a :class:`Driven`.
 3. :func:`finalize`: the :class:`RunSummary`, and the report printed.
 
-Faults (docs/reliability.md): the evaluator actor is restarted by Ray and the agents resend the
-fits it lost; a lost agent is reported and the others go on; SIGINT/SIGTERM flush the results
-and mark the run ``interrupted``; ``run.resume=RUN_ID`` continues a run (:mod:`.resume`).
+Faults (docs/reliability.md): the evaluator replicas and the result writer are restarted by Ray
+and the agents resend what they lost; a lost agent is started again from its rows on disk; a
+results path that cannot work is refused before Ray starts (:mod:`.preflight`); a signal
+flushes the results and marks the run ``interrupted``; ``run.resume=RUN_ID`` continues a run
+(:mod:`.resume`). How a run can end is the closed table ``RUN_OUTCOMES``.
 Ray start-up is :mod:`.ray_setup`, the pure decisions :mod:`.decisions`, the report :mod:`.report`.
 """
 
@@ -327,7 +329,7 @@ def run_search(
 
     ``base_dir``: what relative paths are relative to (default: the current directory).
     ``stream``: where progress and the report go (default: stdout). ``handle_signals``: turn
-    SIGINT/SIGTERM into a clean, ``interrupted`` stop (main thread only). ``run_id``: use this
+    SIGINT/SIGTERM/SIGHUP into a clean, ``interrupted`` stop (main thread only). ``run_id``: use this
     id instead of a new one (agent actors are named ``sr-dist:<run_id>:agent-<i>``).
     ``run.resume=ID`` in the config continues run ``ID`` (docs/reliability.md).
     """
