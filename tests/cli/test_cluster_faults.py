@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,22 +54,24 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+#: The test's own look at the cluster, run inside its namespace: how many nodes are alive.
+NODES = """
+import json, os, sys, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/api/v0/nodes"
+request = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["RAY_AUTH_TOKEN"]})
+try:
+    with urllib.request.urlopen(request, timeout=5) as response:
+        nodes = json.load(response)["data"]["result"]["result"]
+except (OSError, ValueError, KeyError):
+    nodes = []
+print(sum(1 for n in nodes if n.get("state") == "ALIVE"))
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        assert proc.poll() is None, f"{what} exited"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, f"{what} did not come up"
-            time.sleep(0.5)
 
 
 def _tree(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
@@ -93,41 +94,72 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> int:
     return len(victims)
 
 
+def _loopback_namespace() -> subprocess.Popen[bytes] | None:
+    """A network namespace with only loopback, held by a sleeping process (root only).
+
+    Outside one, Ray swaps 127.0.0.1 for this host's own address in places and the head's job
+    agent is never reachable; every process of this module (the nodes, the drivers, the job
+    CLI, the test's own HTTP calls) enters this namespace with ``nsenter``.
+    """
+    if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("nsenter")):
+        return None
+    holder = subprocess.Popen(["unshare", "--net", "sh", "-c",
+                               "ip link set lo up && echo up && exec sleep 86400"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == b"up"
+    return holder
+
+
 class Cluster:
     def __init__(self) -> None:
+        self.netns = _loopback_namespace()
+        self.prefix = ([] if self.netns is None
+                       else ["nsenter", f"--net=/proc/{self.netns.pid}/ns/net"])
         self.temp = tempfile.mkdtemp(prefix="srd-faults-")
         self.port, self.dashboard = _free_port(), _free_port()
         self.head = subprocess.Popen(
-            [RAY, "start", "--head", "--node-ip-address=127.0.0.1", "--block",
+            [*self.prefix, RAY, "start", "--head", "--node-ip-address=127.0.0.1", "--block",
              f"--port={self.port}", "--num-cpus=2",
              "--include-dashboard=true", "--dashboard-host=127.0.0.1",
              f"--dashboard-port={self.dashboard}", f"--temp-dir={self.temp}"],
             env=_env(**FAST_HEALTH), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
-        _wait_port(self.port, self.head, "the head node")
+        self._wait_port(self.port, self.head, "the head node")
         # Its own loopback address, so a driver on this machine attaches to the head's raylet
         # (as a driver on a cluster's head does), not to the node the test will kill.
         self.worker = subprocess.Popen(
-            [RAY, "start", f"--address=127.0.0.1:{self.port}", "--num-cpus=1",
+            [*self.prefix, RAY, "start", f"--address=127.0.0.1:{self.port}", "--num-cpus=1",
              "--node-ip-address=127.0.0.2", "--block"],
             env=_env(**FAST_HEALTH), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
-        _wait_port(self.dashboard, self.head, "the job server")
+        self._wait_port(self.dashboard, self.head, "the job server")
         deadline = time.monotonic() + 120
         while self.alive_nodes() < 2:  # placement needs both nodes there before a run starts
             assert self.worker.poll() is None, "the worker node's ray start exited"
             assert time.monotonic() < deadline, "the worker node did not join"
             time.sleep(0.5)
 
+    def _wait_port(self, port: int, proc: subprocess.Popen[bytes], what: str) -> None:
+        deadline = time.monotonic() + 120
+        probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=1)"
+        while True:
+            assert proc.poll() is None, f"{what} exited"
+            if subprocess.run([*self.prefix, sys.executable, "-c", probe],
+                              capture_output=True).returncode == 0:
+                return
+            assert time.monotonic() < deadline, f"{what} did not come up"
+            time.sleep(0.5)
+
     def alive_nodes(self) -> int:
-        url = f"http://127.0.0.1:{self.dashboard}/api/v0/nodes"
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
-        try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                nodes = json.load(response)["data"]["result"]["result"]
-        except (OSError, ValueError, KeyError):
-            return 0
-        return sum(1 for n in nodes if n.get("state") == "ALIVE")
+        done = subprocess.run([*self.prefix, sys.executable, "-c", NODES, str(self.dashboard)],
+                              env=_env(), capture_output=True, text=True, timeout=60)
+        return int(done.stdout.strip() or 0)
+
+    def popen(self, args: list[str], **kwargs: Any) -> subprocess.Popen[str]:
+        return subprocess.Popen([*self.prefix, *args], **kwargs)
+
+    def run(self, args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*self.prefix, *args], **kwargs)
 
     @property
     def address(self) -> str:
@@ -146,6 +178,9 @@ class Cluster:
         for proc in (self.worker, self.head):
             if proc.poll() is None:
                 _kill_tree(proc)
+        if self.netns is not None:
+            self.netns.kill()
+            self.netns.wait()
         shutil.rmtree(self.temp, ignore_errors=True)
 
 
@@ -183,16 +218,8 @@ def _has_rows(results: Path) -> bool:
 
 def _job(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     command, *rest = args
-    return subprocess.run([RAY, "job", command, "--address", cluster.jobs, *rest], env=_env(),
-                          capture_output=True, text=True, timeout=300)
-
-
-def _job_status(cluster: Cluster, job_id: str) -> str:
-    done = _job(cluster, "status", job_id)
-    for status in ("SUCCEEDED", "FAILED", "STOPPED", "RUNNING", "PENDING"):
-        if f"'{job_id}' {status.lower()}" in done.stdout.lower() or f"status: {status}" in done.stdout:
-            return status
-    return done.stdout
+    return cluster.run([RAY, "job", command, "--address", cluster.jobs, *rest], env=_env(),
+                       capture_output=True, text=True, timeout=300)
 
 
 def test_ray_job_stop_interrupts_the_run(cluster: Cluster, tmp_path: Path) -> None:
@@ -249,7 +276,7 @@ print("SUMMARY " + json.dumps({
 def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path) -> None:
     """Runs last: it kills the module's worker node."""
     out = tmp_path / "out"
-    driver = subprocess.Popen(
+    driver = cluster.popen(
         [sys.executable, "-c", DRIVER, f"ray.address={cluster.address}", "ray.auth_mode=token",
          "search.agents=3",
          "evaluator.replicas=2", "dataset.source=feynman:I.6.2", "search.max_seconds=30",
