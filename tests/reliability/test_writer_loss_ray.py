@@ -79,7 +79,9 @@ def test_a_killed_writer_is_restarted_and_the_sink_resends_what_was_not_acknowle
     progress = ray.get(writer.progress.remote(), timeout=60)
     assert progress.candidates == rows and progress.write_error is None  # rebuilt from disk
     stats = ray.get(writer.close.remote(), timeout=60)
-    assert stats["restarted"] and stats["resent_batches"] == sink.resent
+    # A resend that reached the writer while it was still restarting fails and is sent again:
+    # the new writer counts the ones it received, the sink every one it made.
+    assert stats["restarted"] and 1 <= stats["resent_batches"] <= sink.resent
     # A resent row the dead writer had already committed is a duplicate, nothing more.
     assert 0 <= stats["duplicates"] <= stats["resent_rows"]
     assert stats["files"] == 1  # compacted on close
