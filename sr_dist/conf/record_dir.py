@@ -16,14 +16,15 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-__all__ = ["RESOLVER", "record_dir", "register_resolver"]
+__all__ = ["RESOLVER", "probe_write", "record_dir", "register_resolver"]
 
 RESOLVER = "sr_dist_record_dir"
 
 
-def record_dir(results_path: str) -> str:
-    """``results_path`` if a folder can be made and written there, else a temporary folder."""
-    path = Path(str(results_path))
+def probe_write(path: Path) -> OSError | None:
+    """Make ``path`` and write (and fsync, and remove) a small file there; the error if any.
+
+    sr-dist's own check of ``results.path`` (``sr_dist.search.preflight``) uses it too."""
     probe = path / f".sr-dist-probe-{uuid.uuid4().hex[:8]}"
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -31,13 +32,20 @@ def record_dir(results_path: str) -> str:
             fh.write(b"sr-dist")
             fh.flush()
             os.fsync(fh.fileno())
-    except OSError:
-        return str(Path(tempfile.gettempdir()) / "sr-dist-hydra")
+    except OSError as exc:
+        return exc
     finally:
         try:
             probe.unlink(missing_ok=True)
-        except OSError:
+        except OSError:  # a read-only file system refuses even the unlink of nothing
             pass
+    return None
+
+
+def record_dir(results_path: str) -> str:
+    """``results_path`` if a folder can be made and written there, else a temporary folder."""
+    if probe_write(Path(str(results_path))) is not None:
+        return str(Path(tempfile.gettempdir()) / "sr-dist-hydra")
     return str(results_path)
 
 

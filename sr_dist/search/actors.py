@@ -82,6 +82,14 @@ class DatasetHolder:
         return self._dataset
 
 
+def was_restarted() -> bool:
+    """Whether the calling actor is a restart (Ray's property, quietened: it reads Ray's own
+    deprecated ``actor_id`` and warns about that in every actor)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+
+
 @dataclasses.dataclass(frozen=True)
 class HeldDataset:
     """The name of the run's :class:`DatasetHolder`: what actors get instead of the dataset (a
@@ -135,9 +143,7 @@ class EvaluatorActor:
         self._instance = f"{os.getpid()}-{secrets.token_hex(3)}"
         context = ray.get_runtime_context()
         self._node = context.get_node_id()
-        with warnings.catch_warnings():  # Ray's own property reads its deprecated actor_id
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self._restarted = bool(context.was_current_actor_reconstructed)
+        self._restarted = was_restarted()
         if self._restarted:
             log.warning("evaluator replica %d restarted (instance %s); resuming service",
                         self._replica, self._instance)
@@ -201,9 +207,7 @@ class ResultWriter:
         self._rejected: list[str] = []
         self._resent_batches = 0
         self._resent_rows = 0
-        with warnings.catch_warnings():  # Ray's own property reads its deprecated actor_id
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self._restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        self._restarted = was_restarted()
         if self._restarted:
             disk = self._writer.on_disk
             self._tally.restore(count=disk.rows - int(base_count), by_agent=disk.by_agent,

@@ -79,7 +79,7 @@ def final_outcome(stop_reason: str, *, signal_number: int | None,
     status = status_of(stop_reason)
     if error is not None and status != "failed":
         return "failed", "error"
-    if status is None or status == "running" or status == "interrupted":
+    if status not in ("completed", "failed"):  # unknown, or interrupted without a signal
         return "failed", "error"
     return status, stop_reason
 

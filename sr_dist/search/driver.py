@@ -379,9 +379,10 @@ class Driver:
                 and self.restarts.get(agent_id, 0) < s.max_agent_restarts)
 
     def _restart(self, agent_ids: list[int]) -> None:
-        """Start lost agents again (together, in one new actor), each from its rows on disk:
-        its steps continue after its last one, its best rows are its warm start."""
-        from sr_dist.search.resume import agent_restart
+        """Start lost agents again (``search.agents_per_actor`` to a new actor, as at the start),
+        each from its rows on disk: its steps continue after its last one, its best rows are
+        its warm start."""
+        from sr_dist.search.resume import agent_restarts
 
         last_steps: dict[int, int] = {}
         try:  # the lost agents' buffered rows on disk first; the writer knows their last steps
@@ -390,17 +391,22 @@ class Driver:
         except Exception as exc:  # noqa: BLE001 - the disk still says where each agent was
             log.warning("the result writer could not say where the lost agents were: %s", exc)
         specs = []
+        states = agent_restarts(self.settings.results.path, self.run_id, agent_ids)
         for agent_id in agent_ids:
             self.restarts[agent_id] = self.restarts.get(agent_id, 0) + 1
-            state = agent_restart(self.settings.results.path, self.run_id, agent_id)
+            state = states[agent_id]
             self.earlier_rows[agent_id] = state.rows
             last = max(state.last_step, int(last_steps.get(agent_id, -1)))
             specs.append(self._spec(agent_id, offset=max(0, last), prior=state.prior))
         counts = ", ".join(f"{i} ({self.restarts[i]}/{self.settings.search.max_agent_restarts})"
                            for i in agent_ids)
         self.say(f"sr-dist: restarting lost agent(s) {counts} from their rows on disk")
-        self._start_agents(specs, f"{agent_actor_name(self.run_id, agent_ids[0])}"
-                                  f"-restart-{self.restarts[agent_ids[0]]}")
+        per_actor = self.settings.search.agents_per_actor  # as many per process as before
+        for first in range(0, len(specs), per_actor):
+            group = specs[first:first + per_actor]
+            lead = group[0].agent_id
+            self._start_agents(group, f"{agent_actor_name(self.run_id, lead)}"
+                                      f"-restart-{self.restarts[lead]}")
         self._expect(sorted(self.pending.values()))
 
     def note_evaluator(self, stats: Mapping[str, Any]) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import errno
 import os
-import uuid
 from pathlib import Path
 
+from sr_dist.conf.record_dir import probe_write
 from sr_dist.search.settings import SettingsError
 
 __all__ = ["BALLAST_BYTES", "MIN_FREE_BYTES", "Ballast", "check_results_path"]
@@ -38,30 +38,21 @@ def check_results_path(path: Path, min_free_bytes: int = MIN_FREE_BYTES) -> None
     if path.exists() and not path.is_dir():
         raise SettingsError("results.path", f"{path} is a file, not a directory: point it at a "
                             "directory (it is created if it does not exist)")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SettingsError("results.path", f"cannot be created: {exc.strerror or exc} "
-                            f"({path}); pick a directory you can write to") from exc
-    probe = path / f".sr-dist-probe-{uuid.uuid4().hex[:8]}"
-    try:
-        with open(probe, "wb") as fh:
-            fh.write(b"sr-dist")
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
+    if not path.exists():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SettingsError("results.path", f"cannot be created: {exc.strerror or exc} "
+                                f"({path}); pick a directory you can write to") from exc
+    exc = probe_write(path)
+    if exc is not None:
         why = {errno.EROFS: "is on a read-only file system", errno.EACCES: "is not writable",
                errno.EPERM: "is not writable", errno.ENOSPC: "is on a full disk",
                errno.EDQUOT: "is over its disk quota"}.get(exc.errno or 0, f"refused a test "
                                                                          f"write ({exc})")
-        raise SettingsError("results.path", f"{path} {why}: free some space or pick another "
-                            "directory" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else
-                            f"{path} {why}: pick a directory you can write to") from exc
-    finally:
-        try:
-            probe.unlink(missing_ok=True)
-        except OSError:  # a read-only file system refuses even the unlink of nothing
-            pass
+        fix = ("free some space or pick another directory"
+               if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "pick a directory you can write to")
+        raise SettingsError("results.path", f"{path} {why}: {fix}") from exc
     try:
         stat = os.statvfs(path)
     except (OSError, AttributeError):  # no statvfs (Windows): the probe write has to do

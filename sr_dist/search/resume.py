@@ -44,7 +44,7 @@ __all__ = [
     "CURRENT_ONLY",
     "AgentRestart",
     "ResumeState",
-    "agent_restart",
+    "agent_restarts",
     "default_config",
     "load_resume",
     "merge_resumed_config",
@@ -207,19 +207,25 @@ class AgentRestart:
     prior: tuple[Mapping[str, Any], ...]
 
 
-def agent_restart(path: Path, run_id: str, agent_id: int, *,
-                  prior_per_agent: int = PRIOR_PER_AGENT) -> AgentRestart:
-    """Read one agent's rows of ``run_id`` for a replacement episode (search.restart_lost_agents)."""
+def agent_restarts(path: Path, run_id: str, agent_ids: Sequence[int], *,
+                   prior_per_agent: int = PRIOR_PER_AGENT) -> dict[int, AgentRestart]:
+    """What each lost agent's replacement takes over (search.restart_lost_agents): their rows
+    of ``run_id``, read in one scan however many agents a lost node took with it."""
+    wanted = sorted({int(a) for a in agent_ids})
+
     def read() -> list[dict[str, Any]]:
         table = open_results(path).candidates.to_table(
             columns=_COLUMNS,
-            filter=(ds.field("run_id") == run_id) & (ds.field("agent_id") == agent_id))
+            filter=(ds.field("run_id") == run_id) & ds.field("agent_id").isin(wanted))
         return table.to_pylist()
 
-    rows = retry_on_swap(read)  # the writer may be rolling the run's files meanwhile
-    last = max((int(r["step"]) for r in rows), default=-1)
-    return AgentRestart(agent_id=int(agent_id), last_step=last, rows=len(rows),
-                        prior=tuple(best_distinct(rows, prior_per_agent)))
+    by_agent: dict[int, list[Mapping[str, Any]]] = {a: [] for a in wanted}
+    for row in retry_on_swap(read):  # the writer may be rolling the run's files meanwhile
+        by_agent[int(row["agent_id"])].append(row)
+    return {agent: AgentRestart(
+        agent_id=agent, last_step=max((int(r["step"]) for r in rows), default=-1),
+        rows=len(rows), prior=tuple(best_distinct(rows, prior_per_agent)))
+        for agent, rows in by_agent.items()}
 
 
 # --- handing the old results to a new episode --------------------------------------------------

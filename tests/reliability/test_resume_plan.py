@@ -128,3 +128,19 @@ def test_load_resume_reads_progress_prior_and_warm_set(tmp_path: Path) -> None:
         load_resume(tmp_path, run_id, "other")
     with pytest.raises(SettingsError, match="names no run"):
         load_resume(tmp_path, "nope", "d")
+
+
+def test_lost_agents_are_read_back_in_one_scan(tmp_path: Path) -> None:
+    from sr_dist.search.resume import agent_restarts
+    from tests.results.results_helpers import rows_for
+
+    with CandidateWriter(tmp_path, "lost", "feynman:I.6.2", "evolve", background=False,
+                         known_ids=()) as writer:
+        for agent, steps in ((0, 4), (1, 7), (2, 2)):
+            writer.add(rows_for("lost", steps, agent_id=agent, val_nmse=0.5))
+    states = agent_restarts(tmp_path, "lost", [2, 1, 5])
+    assert sorted(states) == [1, 2, 5]
+    assert (states[1].last_step, states[1].rows) == (6, 7)
+    assert (states[2].last_step, states[2].rows) == (1, 2)
+    assert (states[5].last_step, states[5].rows, states[5].prior) == (-1, 0, ())  # none yet
+    assert all(r.get("agent_id", 1) == 1 for r in states[1].prior) and states[1].prior
