@@ -281,6 +281,7 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
          "search.agents=3",
          "evaluator.replicas=2", "dataset.source=feynman:I.6.2", "search.max_seconds=30",
          "search.target_nmse=null", "search.max_candidates=1000000", "results.flush_s=0.5",
+         "search.stop_grace_s=120",  # rows_sent counts only agents that stop by themselves
          f"results.path={out}"],
         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -43,6 +43,9 @@ def test_a_killed_evaluator_restarts_and_no_candidate_is_lost_or_doubled(
     run_id = f"fault-evaluator-{replicas}"
     run = BackgroundRun(compose_cfg(tmp_path, "search.agents=2", "search.max_candidates=300",
                            "search.max_seconds=240", "search.target_nmse=null",
+                           # rows_sent counts only agents that stop by themselves: give a
+                           # loaded machine time (an agent killed at the grace is unknown)
+                           "search.stop_grace_s=120",
                            "results.flush_s=0.5", f"evaluator.replicas={replicas}"), run_id)
     wait_for("the agents", lambda: _actor(agent_actor_name(run_id, 1)))
     wait_for("the first rows", lambda: rows_on_disk(tmp_path, run_id) > 0)

@@ -70,7 +70,8 @@ def test_a_run_whose_writer_is_killed_loses_and_doubles_nothing(ray_cluster: Non
     run_id = "writer-loss-run"
     run = BackgroundRun(compose_cfg(tmp_path, "search.agents=2", "search.max_candidates=150",
                            "search.max_seconds=240", "search.target_nmse=null",
-                           "dataset.n=1000", "results.flush_s=0.5"), run_id)
+                           "dataset.n=1000", "results.flush_s=0.5",
+                           "search.stop_grace_s=120"), run_id)  # rows_sent: see the evaluator test
     wait_for("the first rows", lambda: rows_on_disk(tmp_path, run_id) > 0)
     ray.kill(ray.get_actor(writer_actor_name(run_id)), no_restart=False)
     summary = run.summary()
