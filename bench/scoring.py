@@ -43,6 +43,8 @@ CHECK_S = 8.0
 FRESH_EXACT_NMSE = 1e-10
 #: Fresh noise-free points drawn for that rule.
 FRESH_ROWS = 2000
+#: Seconds a timed-out worker gets between SIGTERM and SIGKILL.
+TERM_WAIT_S = 15.0
 #: Columns of the candidates table the answer is chosen from.
 ANSWER_COLUMNS = ("candidate_id", "status", "expression", "canonical", "complexity",
                   "constants", "val_nmse", "created_at")
@@ -212,8 +214,8 @@ def exact_within(seconds: float, formula: str, constants: Mapping[str, float], t
         raise _CheckTimeout
 
     previous = signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    try:  # the timer starts inside the try: a very short deadline must still be caught
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         return exact_recovery(formula, dict(constants), truth, tuple(variables),
                               rel_tol=rel_tol)
     except _CheckTimeout:
@@ -268,20 +270,49 @@ def judge(formula: str, constants: Mapping[str, float], truth: str, variables: S
 
 def run_worker(argv: Sequence[str], limit_s: float) -> tuple[dict[str, Any] | None, str]:
     """Run ``python *argv`` with a hard time limit; its last stdout line that is a JSON object
-    is the result. Returns (result, "") or (None, why there is none)."""
+    is the result. Returns (result, "") or (None, why there is none).
+
+    The worker runs in its own session; past the limit its process group gets SIGTERM (the
+    worker turns that into SystemExit, so Ray's exit hook stops the local cluster it started),
+    then SIGKILL after :data:`TERM_WAIT_S`.
+    """
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT),
+                            start_new_session=True)
     try:
-        proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True,
-                              timeout=limit_s, env=env, cwd=str(ROOT))
+        stdout, stderr = proc.communicate(timeout=limit_s)
     except subprocess.TimeoutExpired:
-        return None, f"killed after {limit_s:.0f} s"
-    for line in reversed(proc.stdout.strip().splitlines()):
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            stdout, stderr = proc.communicate(timeout=TERM_WAIT_S)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+        tail = " ".join(stderr.strip().splitlines()[-3:])[-300:]
+        return None, f"killed after {limit_s:.0f} s; last stderr: {tail}"
+    for line in reversed(stdout.strip().splitlines()):
         if line.startswith("{"):
             try:
                 return dict(json.loads(line)), ""
             except ValueError:
                 break
-    return None, f"worker exited {proc.returncode} without a result: {proc.stderr.strip()[-400:]}"
+    return None, f"worker exited {proc.returncode} without a result: {stderr.strip()[-400:]}"
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def exit_on_sigterm() -> None:
+    """In a worker: SIGTERM raises SystemExit, so exit hooks (``ray.shutdown``) run."""
+    def _exit(signum: int, frame: Any) -> None:
+        raise SystemExit(143)
+
+    signal.signal(signal.SIGTERM, _exit)
 
 
 def load_outcomes(path: Path) -> tuple[list[Outcome], list[dict[str, Any]]]:
@@ -329,7 +360,8 @@ def short(text: str | None, width: int = 70) -> str:
 
 __all__ = [
     "Answer", "CHECK_S", "FRESH_EXACT_NMSE", "FRESH_ROWS", "Outcome", "SELECT_RULE",
-    "SearchRun", "Verdict", "answer_from_table", "config_has_key", "exact_within", "fmt",
+    "SearchRun", "TERM_WAIT_S", "Verdict", "answer_from_table", "config_has_key",
+    "exact_within", "exit_on_sigterm", "fmt",
     "judge", "load_outcomes", "median", "near_nmse", "nmse", "recovery_rel_tol", "run_srdist",
     "run_worker", "save_outcomes", "short",
 ]

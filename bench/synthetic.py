@@ -66,6 +66,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from scoring import (  # noqa: E402
     FRESH_ROWS,
     Outcome,
+    exit_on_sigterm,
     fmt,
     judge,
     load_outcomes,
@@ -240,8 +241,8 @@ def _simplified(truth: str, variables: Sequence[str]) -> tuple[int, int] | None:
         raise _SimplifyTimeout
 
     previous = signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, SIMPLIFY_S)
-    try:
+    try:  # the timer starts inside the try: a very short deadline must still be caught
+        signal.setitimer(signal.ITIMER_REAL, SIMPLIFY_S)
         simple = sympy.simplify(expr.xreplace(positive))
         return len(simple.free_symbols), int(sympy.count_ops(simple))
     except _SimplifyTimeout:
@@ -264,8 +265,6 @@ def degeneracy(f: SyntheticFormula) -> str | None:
         if node.args and (node.op, node.args[0].op) in _INVERSE:
             return "inverse pair"
     X, y = f.sample(CHECK_ROWS, np.random.default_rng([f.seed, f.index, f.attempt, 9]))
-    if not np.all(np.isfinite(y)):
-        return "non-finite"
     for node in f.tree.walk():
         inner = node.args[1] if node.op == "div" else (
             node.args[0] if node.op in ("log", "sqrt") else None)
@@ -276,6 +275,8 @@ def degeneracy(f: SyntheticFormula) -> str | None:
             return "pole in range"
         if node.op != "div" and not np.all(values > 0):
             return f"{node.op} of a non-positive value"
+    if not np.all(np.isfinite(y)):
+        return "non-finite"
     med = float(np.median(y))
     q75, q25 = np.percentile(y, [75, 25])
     spread = float(np.std(y))
@@ -342,8 +343,10 @@ def setting_label(noise: float = 0.0) -> str:
     return f"noise={noise:g}"
 
 
-def worker(seed: int, index: int, budget: float, n: int, agents: int) -> dict[str, Any]:
-    """Draw, sample, run sr-dist on a Parquet copy, judge its answer; an Outcome as a dict."""
+def worker(seed: int, index: int, budget: float, n: int, agents: int,
+           overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Draw, sample, run sr-dist on a Parquet copy, judge its answer; an Outcome as a dict.
+    ``overrides``: more sr-dist config overrides (the tests stop on a candidate count)."""
     from sr_dist.data import load_dataset
 
     t0 = time.time()
@@ -365,7 +368,7 @@ def worker(seed: int, index: int, budget: float, n: int, agents: int) -> dict[st
             pq.write_table(pa.table({**columns, "y": y}), path)
             ds = load_dataset(f"parquet:{path}", seed=0)  # the rows and split sr-dist sees
             run = run_srdist([f"dataset.source=parquet:{path}", "dataset.n=null",
-                              "dataset.seed=0"], budget, agents=agents)
+                              "dataset.seed=0", *overrides], budget, agents=agents)
         extra.update(stop_reason=run.stop_reason, search_s=run.search_s,
                      run_wall_s=run.run_wall_s)
         if run.answer is None:
@@ -438,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=30.0, help="search.max_seconds per formula")
     ap.add_argument("--n", type=int, default=10_000, help="rows per formula")
     ap.add_argument("--agents", type=int, default=2)
-    ap.add_argument("--grace", type=float, default=60.0,
+    ap.add_argument("--grace", type=float, default=150.0,
                     help="seconds beyond 1.5 x budget before a worker is killed")
     ap.add_argument("--json", type=Path, default=None,
                     help="results file (default bench/synthetic_seed<SEED>.json); resumed")
@@ -448,6 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
+        exit_on_sigterm()
         import json
 
         seed, index, budget, n, agents = args.worker
