@@ -2,9 +2,9 @@
 
 ``draw_formula(seed, index)`` draws one formula as SRBench's synthetic sets do: 1 to 6
 variables ``x0..x5``, sums, differences, products, quotients, integer powers (2, 3), the unary
-functions sin, cos, exp, log and sqrt, nesting depth up to 4, and random constants (multiples
-of 0.1 between 0.1 and 4, written as exact rationals in the truth so the recovery check can
-compare them). Every variable gets a positive sampling range (low in {0.1, 0.5, 1, 2}, width
+functions sin, cos, exp, log and sqrt, nesting depth up to 4, and random constants
+(multiples of 0.1 between 0.1 and 4 other than 1, written as exact rationals in the truth so
+the recovery check can compare them). Every variable gets a positive sampling range (low in {0.1, 0.5, 1, 2}, width
 in {1, 2, 4, 8}; the recovery check takes variables as positive). A draw is rejected and the
 next attempt of the same (seed, index) is tried when it is degenerate on its range:
 
