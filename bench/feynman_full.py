@@ -270,8 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker:
         exit_on_sigterm()
         problem, noise, budget, n, units, agents = args.worker
-        got = worker(problem, float(noise), float(budget), int(n), units == "on", int(agents))
-        print("\n" + json.dumps(Outcome.from_json(got).to_json()), flush=True)
+        result = worker(problem, float(noise), float(budget), int(n), units == "on",
+                        int(agents))
+        print("\n" + json.dumps(Outcome.from_json(result).to_json()), flush=True)
         return 0
     problems = resolve_problems(args.problems)
     tools = [t for t in args.peers.split(",") if t]
@@ -299,12 +300,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                    args.n)
             if key in have:
                 continue
+            started = time.time()
             got, why = run_worker([str(Path(__file__).resolve()), "--worker", problem,
                                    str(args.noise), str(args.budget), str(args.n),
                                    "on" if units else "off", str(args.agents)], limit)
             o = Outcome.from_json(got) if got is not None else Outcome(
                 item=problem, setting=key[1], tool="sr-dist", budget_s=args.budget, n=args.n,
-                status="timeout" if why.startswith("killed") else "failed", error=why)
+                status="timeout" if why.startswith("killed") else "failed", error=why,
+                truth=_truth(problem), wall_s=time.time() - started)
             _record(o, outcomes, have, args.json, runs)
         if tools and pending_peers(outcomes, problem, args.noise, args.budget, args.n, wanted):
             for tool in tools:
@@ -319,6 +322,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(table + "\n")
     return 0
+
+
+def _truth(problem: str) -> str:
+    from sr_dist.data import feynman_equation
+
+    return feynman_equation(problem).formula
 
 
 def _record(o: Outcome, outcomes: list[Outcome], have: set[tuple[str, str, str, float, int]],

@@ -468,7 +468,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     path = args.json or ROOT / "bench" / f"synthetic_seed{args.seed}.json"
     outcomes, runs = load_outcomes(path)
-    have = {o.key() for o in outcomes}
     runs.append({"command": " ".join([Path(sys.executable).name, *sys.argv]),
                  "started": datetime.now().isoformat(), "seed": args.seed})
     limit = 1.5 * args.budget + args.grace
@@ -480,15 +479,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             mine.append(done[0])
             print(f"{key[0]:12s} already in {path.name}: skipped", flush=True)
             continue
+        started = time.time()
         got, why = run_worker([str(Path(__file__).resolve()), "--worker", str(args.seed), str(i),
                                str(args.budget), str(args.n), str(args.agents)], limit)
         o = Outcome.from_json(got) if got is not None else Outcome(
             item=key[0], setting=key[1], tool="sr-dist", budget_s=args.budget, n=args.n,
             status="timeout" if why.startswith("killed") else "failed", error=why,
-            truth=draw_formula(args.seed, i).truth)
+            truth=draw_formula(args.seed, i).truth, wall_s=time.time() - started)
         outcomes.append(o)
         mine.append(o)
-        have.add(o.key())
         save_outcomes(path, outcomes, runs)
         print(f"{o.item:12s} {o.status:9s} exact={'yes' if o.exact else 'no '} "
               f"nmse={fmt(o.test_nmse, '.2e')} wall={fmt(o.wall_s, '.1f')}s "
