@@ -171,22 +171,28 @@ def peer_cell(tool: str, problem: str, noise: float, budget: float, n: int,
     """One peer through ``bench/peers.py``'s worker; its final model judged by our rule."""
     import peers
 
+    return judge_peer(peers.run_cell(tool, problem, noise, budget, n, grace))
+
+
+def judge_peer(r: Any) -> Outcome:
+    """A ``peers_lib.PeerResult`` as an Outcome, its final model judged as sr-dist's answer is
+    (peers.py's own verdict has no fresh-points rule)."""
     from sr_dist.data import feynman_equation, load_dataset, sample_feynman
 
-    r = peers.run_cell(tool, problem, noise, budget, n, grace)
     status = {"ok": "ok", "timeout": "timeout", "not_run": "not_run"}.get(r.status, "failed")
-    o = Outcome(item=problem, setting=setting_label(None, noise), tool=tool, budget_s=budget,
-                n=n, status=status, truth=r.truth, answer=r.formula or r.model,
-                constants=dict(r.constants), test_nmse=r.test_nmse, wall_s=r.wall_s,
-                candidates=r.candidates, error=r.error, extra={"model": r.model})
+    o = Outcome(item=r.problem, setting=setting_label(None, r.noise), tool=r.tool,
+                budget_s=r.budget_s, n=r.n, status=status, truth=r.truth,
+                answer=r.formula or r.model, constants=dict(r.constants),
+                test_nmse=r.test_nmse, wall_s=r.wall_s, candidates=r.candidates, error=r.error,
+                extra={"model": r.model})
     if r.status != "ok" or not r.formula:
         return o
-    eq = feynman_equation(problem)
-    ds = load_dataset(f"feynman:{problem}", n=n, seed=0, noise=noise)
+    eq = feynman_equation(r.problem)
+    ds = load_dataset(f"feynman:{r.problem}", n=r.n, seed=0, noise=r.noise)
     fresh = sample_feynman(eq, FRESH_ROWS, np.random.default_rng(FRESH_SEED))
     try:
         v = judge(r.formula, r.constants, eq.formula, ds.feature_names, (ds.X_test, ds.y_test),
-                  fresh, noise=noise)
+                  fresh, noise=r.noise)
     except Exception as exc:  # noqa: BLE001 - an unparseable peer model is not exact
         return dataclasses.replace(o, how=f"not judged: {type(exc).__name__}: {exc}"[:300])
     return dataclasses.replace(o, exact=v.exact, how=v.how, test_nmse=v.test_nmse,

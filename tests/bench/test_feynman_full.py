@@ -10,13 +10,14 @@ import pytest
 
 from bench.feynman_full import (
     UNITS_KEY,
+    judge_peer,
     main,
     markdown,
     pending_peers,
     resolve_problems,
     setting_label,
 )
-from bench.peers_lib import PROBLEMS
+from bench.peers_lib import PROBLEMS, PeerResult, gplearn_to_formula, literals_to_constants
 from bench.scoring import Outcome, config_has_key, load_outcomes, save_outcomes
 
 
@@ -101,3 +102,17 @@ def test_a_rerun_skips_cells_already_in_the_json(tmp_path: Path,
     assert [(o.item, o.status) for o in outcomes] == [("I.6.2a", "ok"), ("I.6.2", "timeout")]
     assert len(runs) == 1
     assert "| I.6.2a |" in capsys.readouterr().out
+
+
+def test_a_peer_model_is_judged_like_the_sr_dist_answer() -> None:
+    # gplearn's form of I.12.1 (mu*Nn) and of a near miss, through peers_lib's converters.
+    right, consts = literals_to_constants(gplearn_to_formula("mul(mu, mul(Nn, 1.0000001))"))
+    near, near_consts = literals_to_constants(gplearn_to_formula("mul(mu, add(Nn, 0.01))"))
+    base = {"tool": "gplearn", "problem": "I.12.1", "noise": 0.0, "budget_s": 30.0, "n": 1000,
+            "truth": "mu*Nn"}
+    hit = judge_peer(PeerResult(**base, status="ok", formula=right, constants=consts))
+    assert (hit.status, hit.exact, hit.how, hit.setting) == ("ok", True, "symbolic", "noise=0")
+    miss = judge_peer(PeerResult(**base, status="ok", formula=near, constants=near_consts))
+    assert miss.status == "ok" and not miss.exact and miss.test_nmse is not None
+    lost = judge_peer(PeerResult(**base, status="timeout", error="killed after 135 s"))
+    assert (lost.status, lost.exact, lost.error) == ("timeout", False, "killed after 135 s")
