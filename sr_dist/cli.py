@@ -6,7 +6,8 @@ groups' defaults and checks in ``sr_dist/conf/schema.py`` (stored in Hydra's Con
 presets in YAML.
 ``sr-dist --help`` lists the config groups, the common overrides and the resolved config;
 ``sr-dist --multirun KEY=A,B ...`` runs a sweep, one run after another in this process, all
-writing into the same ``results.path``.
+writing into the same ``results.path`` and sharing the local Ray cluster the first one started
+(a run whose ``ray`` settings differ starts a new one).
 
 Exit status: 0 when the run searched (stopping on a budget included), 1 when it failed or every
 agent failed, 2 for a configuration error, 128+N after signal N (130 for Ctrl-C). In a sweep the
@@ -29,12 +30,14 @@ PROG = "sr-dist"
 _exit_code = 0
 
 
-def run_from_config(cfg: DictConfig, base_dir: str | None = None) -> int:
-    """Run one search and return the process exit status; errors become one line on stderr."""
+def run_from_config(cfg: DictConfig, base_dir: str | None = None, *,
+                    keep_cluster: bool = False) -> int:
+    """Run one search and return the process exit status; errors become one line on stderr.
+    ``keep_cluster``: a sweep's runs share the local Ray cluster the first one started."""
     from sr_dist.search import SearchError, SettingsError, run_search
 
     try:
-        summary = run_search(cfg, base_dir=base_dir)
+        summary = run_search(cfg, base_dir=base_dir, keep_cluster=keep_cluster)
     except SettingsError as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -75,10 +78,13 @@ def _scrub_recorded_secrets(cfg: DictConfig) -> None:
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def _run(cfg: DictConfig) -> None:
     global _exit_code
+    from hydra.core.hydra_config import HydraConfig
     from hydra.utils import get_original_cwd
 
     _scrub_recorded_secrets(cfg)
-    code = run_from_config(cfg, base_dir=get_original_cwd())
+    mode = HydraConfig.get().mode
+    code = run_from_config(cfg, base_dir=get_original_cwd(),
+                           keep_cluster=mode is not None and mode.name == "MULTIRUN")
     _exit_code = max(_exit_code, code)
     if code >= 128:  # interrupted: end the process (and a sweep) now
         sys.exit(code)

@@ -16,14 +16,20 @@ from sr_dist.search.settings import Settings
 
 __all__ = [
     "agent_actor_name",
+    "cluster_action",
     "cpu_env",
     "evaluator_actor_name",
     "init_ray",
+    "keep_cluster",
     "set_auth_mode",
     "writer_actor_name",
 ]
 
 log = logging.getLogger(__name__)
+
+#: The ``ray`` settings of the local cluster this process started and keeps for its next run
+#: (a Hydra sweep's runs, one after another: ``keep_cluster``); ``None`` when none is kept.
+_kept: Any = None
 
 
 def set_auth_mode(mode: str) -> None:
@@ -52,8 +58,14 @@ def init_ray(settings: Settings) -> bool:
     set_auth_mode(settings.ray.auth_mode)
     import ray  # here: importing Ray is slow and needs RAY_AUTH_MODE set first
 
-    if ray.is_initialized():
+    global _kept
+    action = cluster_action(ray.is_initialized(), _kept, settings.ray)
+    if action == "reuse":
         return False
+    if action == "replace":
+        log.info("the ray settings changed between runs; starting a new local cluster")
+        ray.shutdown()
+    _kept = None
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
     if settings.ray.starts_cluster:
         kwargs.update(address="local", include_dashboard=settings.ray.include_dashboard)
@@ -67,6 +79,23 @@ def init_ray(settings: Settings) -> bool:
         where = settings.ray.address or "a new local cluster"
         raise SearchError(f"could not start Ray ({where}): {type(exc).__name__}: {exc}") from exc
     return True
+
+
+def cluster_action(initialized: bool, kept: Any, wanted: Any) -> str:
+    """What a run does about Ray: ``start`` one (or connect), ``reuse`` the connection it found
+    (the caller's own, or a kept cluster with the same ``ray`` settings), or ``replace`` a kept
+    cluster whose settings differ from this run's."""
+    if not initialized:
+        return "start"
+    return "reuse" if kept is None or kept == wanted else "replace"
+
+
+def keep_cluster(settings: Settings) -> None:
+    """Keep the local cluster this process started for its next run (a sweep pays Ray's
+    start-up once, not per run); a later run with other ``ray`` settings replaces it, and Ray's
+    own exit hook stops it with the process."""
+    global _kept
+    _kept = settings.ray
 
 
 def agent_actor_name(run_id: str, agent_id: int) -> str:

@@ -49,7 +49,12 @@ from sr_dist.search.errors import SearchError
 from sr_dist.search.pool_stats import stats_for_record
 from sr_dist.search.preflight import Ballast, check_results_path
 from sr_dist.search.progress import ProgressReporter
-from sr_dist.search.ray_setup import agent_actor_name, evaluator_actor_name, init_ray
+from sr_dist.search.ray_setup import (
+    agent_actor_name,
+    evaluator_actor_name,
+    init_ray,
+    keep_cluster,
+)
 from sr_dist.search.report import best_candidate, print_report
 from sr_dist.search.resume import ResumeState, load_resume, resolve_settings, resumed_record
 from sr_dist.search.settings import Settings, SettingsError
@@ -213,8 +218,10 @@ def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
     return Prepared(settings, run_id, dataset, label, path, resume)
 
 
-def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Driven:
-    """Run the search on Ray; the final ``runs`` row is written whatever happens."""
+def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True,
+          keep: bool = False) -> Driven:
+    """Run the search on Ray; the final ``runs`` row is written whatever happens. ``keep``:
+    leave a local cluster this call started running for the process's next run."""
     import ray  # imported once RAY_AUTH_MODE is decided (init_ray sets it first)
 
     from sr_dist.search.driver import Driver, Interrupts
@@ -280,10 +287,12 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True) -> Dr
                 write_run(path, final)
             finally:
                 ballast.release()
-                if started_cluster:
+                if started_cluster and not keep:
                     ray.shutdown()
                 else:
                     run.kill_actors()
+                    if started_cluster:
+                        keep_cluster(settings)
     searched = (run.search_ended - run.search_started
                 if run.search_started is not None and run.search_ended is not None else 0.0)
     return Driven(
@@ -319,6 +328,7 @@ def run_search(
     stream: TextIO | None = None,
     handle_signals: bool = True,
     run_id: str | None = None,
+    keep_cluster: bool = False,
 ) -> RunSummary:
     """Run one search as ``cfg`` (a Hydra config, a mapping, or :class:`Settings`) says.
 
@@ -331,11 +341,14 @@ def run_search(
     ``stream``: where progress and the report go (default: stdout). ``handle_signals``: turn
     SIGINT/SIGTERM/SIGHUP into a clean, ``interrupted`` stop (main thread only). ``run_id``: use this
     id instead of a new one (agent actors are named ``sr-dist:<run_id>:agent-<i>``).
+    ``keep_cluster``: leave the local cluster this call started running, for the next call in
+    this process (``sr-dist --multirun`` sets it; a next run with other ``ray`` settings gets a
+    new cluster).
     ``run.resume=ID`` in the config continues run ``ID`` (docs/reliability.md).
     """
     prepared = prepare(cfg, base_dir=base_dir, run_id=run_id)
     out = stream if stream is not None else sys.stdout
-    driven = drive(prepared, out, handle_signals=handle_signals)
+    driven = drive(prepared, out, handle_signals=handle_signals, keep=keep_cluster)
     summary = finalize(prepared, driven)
     if driven.error is not None:
         raise SearchError(f"run {driven.run_id} failed: {driven.error} (its runs row says so)")

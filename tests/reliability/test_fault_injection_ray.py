@@ -104,10 +104,9 @@ def test_a_resume_of_an_unknown_run_is_refused(tmp_path: Path) -> None:
                    handle_signals=False)
 
 
-@REPLICAS
+# One replica: losing the model is the agents' fault, whatever the evaluator pool looks like.
 def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: None,
-                                                               tmp_path: Path,
-                                                               replicas: int) -> None:
+                                                               tmp_path: Path) -> None:
     from tests.support.chat_server import ScriptedChatServer
 
     # An empty script: every request is answered 500 (script_exhausted).
@@ -117,9 +116,8 @@ def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: Non
             compose_cfg(tmp_path, "search.agents=2", "model=openai", f"model.base_url={server.base_url}",
                  "model.model=scripted", "model.api_key_env=null", "model.max_retries=1",
                  "+model.retry_base_delay_s=0.01", "+model.retry_max_delay_s=0.01",
-                 "+model.circuit_failures=2", "search.max_seconds=120", "evaluator.warmup=false",
-                 f"evaluator.replicas={replicas}"),
-            stream=out, handle_signals=False, run_id=f"fault-model-{replicas}")
+                 "+model.circuit_failures=2", "search.max_seconds=120", "evaluator.warmup=false"),
+            stream=out, handle_signals=False, run_id="fault-model")
         requests = len(server.requests)
     assert summary.status == "failed" and summary.stop_reason == "agents_failed"
     assert summary.exit_code == 1
@@ -130,5 +128,5 @@ def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: Non
     # 2 agents x 2 failed calls x 2 attempts each, then the circuits were open.
     assert requests == 2 * 2 * 2
     assert "every agent lost its model" in out.getvalue()
-    record = read_run(tmp_path, f"fault-model-{replicas}")
+    record = read_run(tmp_path, "fault-model")
     assert record is not None and record.status == "failed" and record.candidates == 0

@@ -23,7 +23,7 @@ ROOT = HARNESS.parents[2]
 def test_bounded_atheris_session_finds_nothing(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run(
-        [sys.executable, str(HARNESS), "-runs=3000", "-max_len=512", "-max_total_time=20",
+        [sys.executable, str(HARNESS), "-runs=3000", "-max_len=512", "-max_total_time=8",
          "-seed=1", f"-artifact_prefix={tmp_path}/"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     tail = (done.stdout + done.stderr)[-3000:]

@@ -7,11 +7,12 @@ config) and checks each names its key and stops before Ray (see ``cli_support``)
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.robustness.cli_support import assert_refused_before_ray, run_sr_dist
+from tests.robustness.cli_support import assert_refused_before_ray, run_sr_dist_all
 
 pytestmark = pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 
@@ -50,10 +51,22 @@ CASES: list[tuple[str, list[str], str, list[str]]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """Every case's ``sr-dist`` process, started together once for the module."""
+    dirs = {name: tmp_path_factory.mktemp("bad-config") for name, *_ in CASES}
+    runs = {name: (dirs[name], ["dataset.source=feynman:I.6.2", "results.path=out", *overrides],
+                   {"DEEPSEEK_API_KEY": ""} if name == "default api key variable unset" else {})
+            for name, overrides, *_ in CASES}
+    done = run_sr_dist_all(runs)
+    return {name: (dirs[name], done[name]) for name in runs}
+
+
 @pytest.mark.parametrize("name, overrides, key, fragments", CASES, ids=[c[0] for c in CASES])
-def test_bad_config_names_its_key_before_ray(tmp_path: Path, name: str, overrides: list[str],
-                                             key: str, fragments: list[str]) -> None:
-    env = {"DEEPSEEK_API_KEY": ""} if name == "default api key variable unset" else {}
-    done = run_sr_dist(tmp_path, "dataset.source=feynman:I.6.2", "results.path=out", *overrides, **env)
-    line = assert_refused_before_ray(done, tmp_path, tmp_path / "out", key, *fragments)
+def test_bad_config_names_its_key_before_ray(
+        refusals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]], name: str,
+        overrides: list[str], key: str, fragments: list[str]) -> None:
+    cwd, done = refusals[name]
+    line = assert_refused_before_ray(done, cwd, cwd / "out", key, *fragments)
     print(f"{name}: {line}")

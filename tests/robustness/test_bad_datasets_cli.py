@@ -7,6 +7,7 @@ was created (see ``cli_support``).
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.robustness.cli_support import assert_refused_before_ray, run_sr_dist
+from tests.robustness.cli_support import assert_refused_before_ray, run_sr_dist, run_sr_dist_all
 
 pytestmark = pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 
@@ -52,14 +53,26 @@ CASES: list[tuple[str, str | None, list[str], list[str]]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """Every case's file and ``sr-dist`` process, started together once for the module."""
+    dirs = {name: tmp_path_factory.mktemp("bad-csv") for name, *_ in CASES}
+    for name, contents, *_ in CASES:
+        if contents is not None:
+            (dirs[name] / "data.csv").write_text(contents)
+    done = run_sr_dist_all({name: (dirs[name], ["dataset.source=csv:data.csv", "results.path=out",
+                                                 *overrides], {})
+                            for name, _, overrides, _ in CASES})
+    return {name: (dirs[name], done[name]) for name in dirs}
+
+
 @pytest.mark.parametrize("name, contents, overrides, fragments", CASES, ids=[c[0] for c in CASES])
-def test_bad_csv_is_refused_before_ray(tmp_path: Path, name: str, contents: str | None,
-                                       overrides: list[str], fragments: list[str]) -> None:
-    data = tmp_path / "data.csv"
-    if contents is not None:
-        data.write_text(contents)
-    done = run_sr_dist(tmp_path, "dataset.source=csv:data.csv", "results.path=out", *overrides)
-    line = assert_refused_before_ray(done, tmp_path, tmp_path / "out", "dataset.source",
+def test_bad_csv_is_refused_before_ray(
+        refusals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]], name: str,
+        contents: str | None, overrides: list[str], fragments: list[str]) -> None:
+    cwd, done = refusals[name]
+    line = assert_refused_before_ray(done, cwd, cwd / "out", "dataset.source",
                                      "could not be loaded", *fragments)
     print(f"{name}: {line}")
 
