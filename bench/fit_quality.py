@@ -326,22 +326,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'mode':<14}{'exact(<1e-10)':>15}{'median NMSE':>14}{'fits/s':>10}{'passes':>9}"
           f"{'batched fits/s':>16}")
     for name, s in (("varpro off", off), ("varpro on", on)):
+        b = f"{s['batched_fits_per_s']:.1f}" if args.batched else "-"
         print(f"{name:<14}{s['exact_share']:>14.1%} {s['median_nmse']:>13.2e}"
-              f"{s['fits_per_s']:>10.1f}{s['mean_passes']:>9.1f}{s['batched_fits_per_s']:>16.1f}")
+              f"{s['fits_per_s']:>10.1f}{s['mean_passes']:>9.1f}{b:>16}")
 
-    def ratio(key: str) -> float:
-        return on[key] / off[key] if off[key] else math.inf
+    def ratio(key: str) -> str:
+        return f"{on[key] / off[key]:.2f}x" if off[key] else "-"
 
-    print(f"{'on / off':<14}{ratio('exact_share'):>14.2f}x{'':>14}{ratio('fits_per_s'):>9.2f}x"
-          f"{ratio('mean_passes'):>8.2f}x{ratio('batched_fits_per_s'):>15.2f}x")
-    groups = (("no linear constant", lambda k, sk: k == 0),
-              ("some linear", lambda k, sk: k > 0))
+    print(f"{'on / off':<14}{ratio('exact_share'):>15}{'':>14}{ratio('fits_per_s'):>10}"
+          f"{ratio('mean_passes'):>9}{ratio('batched_fits_per_s'):>16}")
+    n_consts = [len(sk.constants) for sk, _ in jobs]
+    groups = (("no linear constant", lambda i: n_lin[i] == 0),
+              ("linear and nonlinear", lambda i: 0 < n_lin[i] < n_consts[i]),
+              ("all linear", lambda i: n_lin[i] == n_consts[i] > 0))
     for label, pick in groups:
-        idx = [i for i, (sk, _) in enumerate(jobs) if pick(sk.n_linear, sk)]
+        idx = [i for i in range(len(jobs)) if pick(i)]
         if idx:
             a = sum(results[False][i].nmse < EXACT_NMSE for i in idx)
             b = sum(results[True][i].nmse < EXACT_NMSE for i in idx)
-            print(f"  {label}: {len(idx)} skeletons, exact off {a}, on {b}")
+            pa = statistics.fmean(results[False][i].iterations for i in idx)
+            pb = statistics.fmean(results[True][i].iterations for i in idx)
+            print(f"  {label}: {len(idx)} skeletons, exact off {a}, on {b}; "
+                  f"mean passes off {pa:.1f}, on {pb:.1f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"args": vars(args), "off": off, "on": on, "load": [load0, load1],
