@@ -157,9 +157,13 @@ class EvaluatorOptions:
     #: (``restarts``, ``subsample`` and ``polish_iters`` are ignored), so scores compare with
     #: published ones.
     method: str = "lm"
+    #: Variable projection (``method="lm"`` only): constants that enter linearly are solved by
+    #: linear least squares inside the fit and LM iterates only on the others (lm.py).
+    variable_projection: bool = True
 
     def fit_key(self) -> tuple[Any, ...]:
-        return (self.method, self.restarts, self.max_iters, self.polish_iters, self.subsample, self.ftol,
+        return (self.method, self.variable_projection, self.restarts, self.max_iters,
+                self.polish_iters, self.subsample, self.ftol,
                 self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
                 self.chunk_rows, self.layout, self.const_buckets)
 
@@ -189,6 +193,9 @@ def _validate(opts: EvaluatorOptions) -> None:
         raise ValueError("const_buckets must be a non-empty increasing tuple")
     if opts.const_buckets[0] < 1:  # constant-free programs need no bucket of their own
         raise ValueError(f"const_buckets must be positive, got {opts.const_buckets}")
+    if not isinstance(opts.variable_projection, bool):
+        raise ValueError("variable_projection must be true or false, got "
+                         f"{opts.variable_projection!r}")
 
 
 def _round_up(n: int, m: int) -> int:
@@ -669,8 +676,10 @@ class Evaluator:
         cap = opts.batch_size
         f = len(self.feature_names)
         kb, sc = bucket.n_consts, bucket.size
-        code, meta, lits = pack_programs([j.program for j in batch], n_vars=f, n_consts=kb,
-                                         n_lits=sc.n_lits, n_instr=sc.n_instr, capacity=cap)
+        code, meta, lits = pack_programs(
+            [j.program for j in batch], n_vars=f, n_consts=kb, n_lits=sc.n_lits,
+            n_instr=sc.n_instr, capacity=cap,
+            linear=opts.variable_projection and opts.method == "lm")
         restarts = 1 if opts.method == "llmsr" else opts.restarts  # llmsr: all ones only
         init = np.zeros((cap, restarts, kb), dtype=self._np_dtype)
         for i, job in enumerate(batch):

@@ -99,6 +99,9 @@ def _fit_bucket(
         else:
             regs0 = init_duals(layout, lits_i, chunk, dtype)
             active = jnp.arange(k) < k_i
+            # Variable projection: bit j of meta column 3 marks constant j as linear (data, so
+            # formulas with different linear/nonlinear splits share this executable).
+            linear = ((meta_i[3] >> jnp.arange(k, dtype=meta_i.dtype)) & 1) != 0
 
             def make_pass(data: tuple[Array, Array, Array]) -> PassFn:
                 X, y, w = data
@@ -114,14 +117,14 @@ def _fit_bucket(
                            200 * k)
             else:
                 res = levenberg_marquardt(make_pass(fit_data), init_i, active, regs0, key.lm,
-                                          key.lm.max_iters, floors[0])
+                                          key.lm.max_iters, floors[0], linear)
             best = _pick_best(res.sse, res.nbad)
             c = res.c[best]
             fit_sse = res.sse[best]
             iters = jnp.max(res.iters)
             if polish_data is not None and key.polish_iters > 0 and key.method == "lm":
                 pol = levenberg_marquardt(make_pass(polish_data), c[None, :], active, regs0,
-                                          key.lm, key.polish_iters, floors[1])
+                                          key.lm, key.polish_iters, floors[1], linear)
                 c, fit_sse, iters = pol.c[0], pol.sse[0], iters + pol.iters[0] + 1
         X, y, split = all_data
         sse, bad = split_pass(code_i, n_instr, root, layout, c, vals0, X, y, split, N_SPLITS)

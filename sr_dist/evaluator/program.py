@@ -12,6 +12,10 @@ Register file layout used by the interpreter (absolute indices, fixed per bucket
 
 Operands are stored here symbolically as ``kind * KIND_STRIDE + index`` so a program can be
 placed into any bucket whose slots are large enough (:func:`absolute_operands`).
+
+Lowering also finds the constants that enter the formula linearly (:func:`find_linear`), so the
+fit can solve them by linear least squares (variable projection) instead of iterating on them.
+That split is data (a bitmask in the packed ``meta``), never a new compiled shape.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ MAX_DEPTH = 512
 #: flags bit 0: operand a depends on a free constant; bit 1: operand b does.
 INSTR_WIDTH = 5
 FLAG_DEP_A, FLAG_DEP_B = 1, 2
+#: Packed per-formula metadata columns: instruction count, root register, constant count,
+#: linear-constant bitmask.
+META_WIDTH = 4
+MAX_LINEAR_BIT = 30
 
 
 class LoweringError(ValueError):
@@ -61,6 +69,8 @@ class Program:
     n_temps: int
     root: int
     n_nodes: int
+    #: Indices (into the constant order) of the constants that enter linearly (:func:`find_linear`).
+    linear: tuple[int, ...] = ()
 
     @property
     def n_instructions(self) -> int:
@@ -135,6 +145,70 @@ _NUMPY_OPS: dict[str, Callable[..., Any]] = {
     "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "tanh": np.tanh, "sinh": np.sinh,
     "cosh": np.cosh, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
 }
+
+
+_PASS_THROUGH = frozenset({"neg", "copy"})
+
+
+def _top_terms(node: Node) -> list[Node]:
+    """The terms of the top-level sum (signs dropped: a term's column carries its own sign)."""
+    terms, stack = [], [node]
+    while stack:
+        cur = stack.pop()
+        if cur.op in ("add", "sub"):
+            stack.extend(reversed(cur.args))
+        elif cur.op in _PASS_THROUGH:
+            stack.append(cur.args[0])
+        else:
+            terms.append(cur)
+    return terms
+
+
+def _factor_constants(term: Node) -> list[str]:
+    """Constant leaves that multiply the whole term: factors of its product chain, numerators
+    of divisions only (``x/c`` is not linear in ``c``)."""
+    found, stack = [], [term]
+    while stack:
+        cur = stack.pop()
+        if cur.op == "mul":
+            stack.extend(reversed(cur.args))
+        elif cur.op == "div":
+            stack.append(cur.args[0])
+        elif cur.op in _PASS_THROUGH:
+            stack.append(cur.args[0])
+        elif cur.op == "const" and cur.name is not None:
+            found.append(cur.name)
+    return found
+
+
+def find_linear(tree: Node) -> tuple[str, ...]:
+    """Names of the constants the formula is jointly linear in, in first-seen order.
+
+    A constant is linear when it occurs exactly once in the tree (after the lowering rewrites,
+    so ``(c*x)**2`` counts ``c`` twice) and multiplies a whole term of the top-level sum (the
+    whole formula is a one-term sum). A term gets at most one linear constant (in ``a*b*x`` the
+    pair is one degree of freedom), so the formula is affine in the chosen set and, for fixed
+    nonlinear constants, their best values are one linear least-squares solve. Pure host code.
+    """
+    return _linear_in(_rewrite_pow(_fold(tree)))
+
+
+def _linear_in(work: Node) -> tuple[str, ...]:
+    """:func:`find_linear` on a tree already folded and rewritten as lowering does."""
+    counts: dict[str, int] = {}
+    stack = [work]
+    while stack:
+        cur = stack.pop()
+        if cur.op == "const" and cur.name is not None:
+            counts[cur.name] = counts.get(cur.name, 0) + 1
+        stack.extend(cur.args)
+    chosen: list[str] = []
+    for term in _top_terms(work):
+        for name in _factor_constants(term):
+            if counts.get(name) == 1 and name not in chosen:
+                chosen.append(name)
+                break
+    return tuple(chosen)
 
 
 def lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Program:
@@ -279,6 +353,7 @@ def _lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Pr
         n_temps=max_temp,
         root=root,
         n_nodes=n_nodes,
+        linear=tuple(sorted(const_index[name] for name in _linear_in(work))),
     )
 
 
@@ -291,16 +366,18 @@ def absolute_operands(codes: np.ndarray, n_vars: int, n_consts: int, n_lits: int
 
 def pack_programs(
     programs: Sequence[Program], *, n_vars: int, n_consts: int, n_lits: int, n_instr: int,
-    capacity: int,
+    capacity: int, linear: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stack programs into padded arrays for one bucket call.
 
     Returns ``code`` (capacity, n_instr, 5) int32 with absolute registers, ``meta``
-    (capacity, 3) int32 = (instruction count, root register, constant count) and ``lits``
-    (capacity, n_lits) float64. Padding rows have zero instructions: the interpreter exits at once.
+    (capacity, 4) int32 = (instruction count, root register, constant count, linear-constant
+    bitmask: bit j set when constant j enters linearly; all zero with ``linear=False``) and
+    ``lits`` (capacity, n_lits) float64. Padding rows have zero instructions: the interpreter
+    exits at once.
     """
     code = np.zeros((capacity, n_instr, INSTR_WIDTH), dtype=np.int32)
-    meta = np.zeros((capacity, 3), dtype=np.int32)
+    meta = np.zeros((capacity, META_WIDTH), dtype=np.int32)
     lits = np.zeros((capacity, n_lits), dtype=np.float64)
     tmp_base = n_vars + n_consts + n_lits
     meta[:, 1] = tmp_base
@@ -314,8 +391,10 @@ def pack_programs(
         code[i, :m, 2] = absolute_operands(arr[:, 2], n_vars, n_consts, n_lits)
         code[i, :m, 3] = absolute_operands(arr[:, 3], n_vars, n_consts, n_lits)
         code[i, :m, 4] = arr[:, 4]
+        # int32 bitmask: constants past bit 30 are treated as nonlinear (still fitted, by LM).
+        mask = sum(1 << j for j in prog.linear if j <= MAX_LINEAR_BIT) if linear else 0
         meta[i] = (m, int(absolute_operands(np.array([prog.root]), n_vars, n_consts, n_lits)[0]),
-                   prog.n_consts)
+                   prog.n_consts, mask)
         lits[i, : len(prog.literals)] = prog.literals
     return code, meta, lits
 
@@ -347,7 +426,7 @@ def evaluate_program_numpy(prog: Program, X: np.ndarray, constants: Sequence[flo
 
 
 __all__ = [
-    "OPCODES", "OPCODE_INDEX", "INSTR_WIDTH", "FLAG_DEP_A", "FLAG_DEP_B", "Program",
-    "LoweringError", "lower", "lower_cached", "pack_programs", "absolute_operands", "count_nodes",
+    "OPCODES", "OPCODE_INDEX", "INSTR_WIDTH", "FLAG_DEP_A", "FLAG_DEP_B", "META_WIDTH", "Program",
+    "LoweringError", "find_linear", "lower", "lower_cached", "pack_programs", "absolute_operands", "count_nodes",
     "evaluate_program_numpy",
 ]

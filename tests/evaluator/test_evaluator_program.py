@@ -84,8 +84,8 @@ def test_pack_places_operands_in_bucket_layout() -> None:
     prog = lower(parse_formula("a*x1 + 2", NAMES).canonical_tree, NAMES, ["c0"])
     code, meta, lits = pack_programs([prog], n_vars=3, n_consts=4, n_lits=2, n_instr=8,
                                      capacity=3)
-    assert code.shape == (3, 8, 5) and meta.shape == (3, 3) and lits.shape == (3, 2)
-    assert meta[0, 0] == prog.n_instructions and meta[0, 2] == 1
+    assert code.shape == (3, 8, 5) and meta.shape == (3, 4) and lits.shape == (3, 2)
+    assert meta[0, 0] == prog.n_instructions and meta[0, 2] == 1 and meta[0, 3] == 1
     tmp_base = 3 + 4 + 2
     used = set(code[0, : prog.n_instructions, 2:4].ravel().tolist())
     assert 3 in used and 1 in used  # constant c0 -> register 3, x1 -> register 1
