@@ -234,6 +234,9 @@ class EvaluatorConfig(_Group):
     #: ``lm``: Levenberg-Marquardt with restarts (default); ``llmsr``: BFGS from all ones on the
     #: MSE, one start, as LLM-SR and SR-Scientist fit, for scores comparable with published ones.
     method: str = EvaluatorOptions.method
+    #: Solve the constants that enter linearly exactly (separable least squares) and let LM
+    #: move only the others (docs/evaluator.md); ``false`` fits every constant with LM.
+    variable_projection: bool = EvaluatorOptions.variable_projection
     #: Micro-batching in the evaluator actor: the most formulas per ``fit_many``
     #: (``max_batch=1`` switches batching off) ...
     max_batch: int = 256
@@ -297,6 +300,8 @@ class EvaluatorConfig(_Group):
         _set(self, "max_wait_s", float_value(self.max_wait_s, f"{p}.max_wait_s",
                                              non_negative=True))
         _set(self, "warmup", bool_value(self.warmup, f"{p}.warmup"))
+        _set(self, "variable_projection", bool_value(self.variable_projection,
+                                                     f"{p}.variable_projection"))
         _set(self, "max_restarts", int_value(self.max_restarts, f"{p}.max_restarts", minimum=0))
         _set(self, "replicas", replicas_value(self.replicas, f"{p}.replicas"))
         _set(self, "cpus_per_replica", int_value(self.cpus_per_replica, f"{p}.cpus_per_replica",
@@ -320,7 +325,8 @@ class EvaluatorConfig(_Group):
     def evaluator_options(self) -> dict[str, Any]:
         """Keyword arguments of ``Evaluator(dataset, **options)`` (``device`` included)."""
         return {"restarts": self.restarts, "dtype": self.dtype, "method": self.method,
-                **self.options, "device": self.device}
+                "variable_projection": self.variable_projection, **self.options,
+                "device": self.device}
 
 
 @dataclasses.dataclass(frozen=True)

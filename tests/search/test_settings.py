@@ -44,6 +44,7 @@ OVERRIDES: list[tuple[list[str], str, Any]] = [
      ("evaluate_formulas", "submit_formula")),
     (["evaluator.max_restarts=5"], "evaluator.max_restarts", 5),
     (["+evaluator.layout=diagonal"], "evaluator.options", None),
+    (["evaluator.variable_projection=false"], "evaluator.options.variable_projection", False),
     (["evaluator=gpu"], "evaluator.device", "gpu"),
     (["evaluator.device=gpu", "evaluator.num_gpus=0.5"], "evaluator.num_gpus", 0.5),
     (["evaluator.max_batch=1"], "evaluator.max_batch", 1),
@@ -70,6 +71,8 @@ def test_overrides_reach_settings(overrides: list[str], key: str, expected: Any,
     settings = settings_from_config(_compose(*overrides), base_dir=tmp_path)
     if key == "evaluator.options":
         assert settings.evaluator.options["layout"] == "diagonal"
+    elif key == "evaluator.options.variable_projection":  # the Evaluator keyword it becomes
+        assert settings.evaluator.options["variable_projection"] is expected
     elif key == "model":
         assert settings.model["model"] == "gpt-x"
         assert settings.model["base_url"] == "http://h/v1"
