@@ -71,12 +71,15 @@ def build_agent(
     max_expressions_per_call: int | None = None,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     extra_tools: Iterable[Any] = (),
+    dimensionless_constants: bool = True,
 ) -> Agent:
     """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.episode`` is the
     :class:`EpisodeContext`: archive, episode state, cancel event.
 
     ``tools`` names the formula tools the model sees (default: all of :data:`FORMULA_TOOLS`),
-    as SRHarness exposes "only the tools enabled for the current run"."""
+    as SRHarness exposes "only the tools enabled for the current run". With
+    ``dataset.units``, ``dimensionless_constants`` says whether the dimensional check lets free
+    constants carry units (``search.dimensionless_constants_only=false``)."""
     tool_context = EpisodeContext.create(
         dataset,
         evaluator,
@@ -84,6 +87,7 @@ def build_agent(
         agent_id=agent_id,
         cancel_event=cancel_event,
         max_expressions_per_call=max_expressions_per_call or DEFAULT_MAX_EXPRESSIONS,
+        dimensionless_constants=dimensionless_constants,
     )
     names = tuple(tools) if tools is not None else FORMULA_TOOLS
     # extra_tools: tools from elsewhere (MCP servers) in the same flat catalog.
