@@ -41,11 +41,18 @@ def parser_for(model: ModelProtocol) -> BaseParser:
 
 
 def problem_info(dataset: Any, *, seed: int = 0, agent_id: int = 0, sample_rows: int = DEFAULT_SAMPLE_ROWS) -> dict[str, Any]:
-    """``context.info`` for a dataset: names, seed, and the first ``sample_rows`` training rows."""
+    """``context.info`` for a dataset: names, seed, the first ``sample_rows`` training rows, and
+    the units' exponent vectors when the dataset has units (never sent to a provider)."""
     X = np.asarray(dataset.X_train, dtype=float)
     y = np.asarray(dataset.y_train, dtype=float).ravel()
     rows = max(0, min(int(sample_rows), len(y)))
+    units = getattr(dataset, "units", None)
+    extra: dict[str, Any] = {} if units is None else {"units": {
+        "variables": {name: [float(v) for v in unit.exponents] for name, unit in units.variables},
+        "target": [float(v) for v in units.target.exponents],
+    }}
     return {
+        **extra,
         "variables": list(dataset.feature_names),
         "target": str(getattr(dataset, "target_name", "y")),
         "dataset": str(getattr(dataset, "name", "")),
