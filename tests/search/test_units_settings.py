@@ -80,3 +80,18 @@ def test_the_agent_gets_the_constants_rule_and_the_prompt_gets_the_units() -> No
     agent = build_agent(spec, dataset, Evaluator(dataset), None, threading.Event())
     assert agent.episode.dimensionless_constants is False
     assert "Units: q [kg*m**2/(s**2*V)]" in agent.context.system
+
+
+def test_a_resumed_agent_starts_from_its_consistent_rows_first() -> None:
+    from sr_dist.search.resume import best_distinct, prior_history
+
+    rows = [
+        {"expression": "x + t", "canonical": "t + x", "status": "ok", "val_nmse": 1e-12,
+         "complexity": 3, "dimensionally_consistent": False, "units_mismatch": "x + t adds m to s"},
+        {"expression": "c*x/t", "canonical": "c0*x/t", "status": "ok", "val_nmse": 1e-3,
+         "complexity": 5, "dimensionally_consistent": True, "units_mismatch": None},
+    ]
+    best = best_distinct(rows, 2)
+    assert [r["expression"] for r in best] == ["c*x/t", "x + t"]
+    ((_, result),) = prior_history(best)
+    assert [r["dimensionally_consistent"] for r in result.result["results"]] == [True, False]
