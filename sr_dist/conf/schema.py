@@ -161,9 +161,11 @@ def units_value(value: Any, key: str, source: Any) -> str | dict[str, Any] | Non
 
     units: dict[str, Any] = {}
     for name, unit in value.items():
-        plain = list(unit) if isinstance(unit, (list, tuple)) else unit
-        if not isinstance(plain, (str, list, Mapping)):
-            plain = str(plain) if isinstance(plain, int) and not isinstance(plain, bool) else plain
+        plain: Any = unit
+        if isinstance(unit, (list, tuple)):
+            plain = list(unit)
+        elif isinstance(unit, int) and not isinstance(unit, bool):
+            plain = str(unit)  # YAML reads a dimensionless `1` as a number
         try:
             Unit.coerce(plain)
         except UnitError as exc:
