@@ -34,12 +34,21 @@ from sr_dist.sr.evolve.seeding import (
     _sparse_candidates,
     power_law,
 )
-from sr_dist.sr.evolve.tree import binary, const, num, total, unary
+from sr_dist.sr.evolve.tree import binary, const, num, size, total, unary
 
 __all__ = ["DimensionalBasis", "dimensional_basis", "pi_library", "units_from_info"]
 
-#: Most π groups seeded from (the rest still take part in the sparse sums).
+#: Most π groups given shapes of their own.
 MAX_GROUPS = 4
+#: Most π groups the sparse sums run over, and the most for the exhaustive ratio search (the
+#: pursuit's cost grows fast with the groups: with more, only the shapes are seeded).
+MAX_SPARSE_GROUPS = 4
+MAX_RATIONAL_GROUPS = 3
+#: Terms in the sparse basis over the groups (the other seeds use 4000; the groups are already
+#: the right variables, so fewer products are needed).
+PI_BASIS = 1500
+#: Best (denominator, numerator) pairs of the ratio search that are refitted exactly.
+RATIONAL_PAIRS = 24
 
 
 @dataclass(frozen=True)
@@ -146,10 +155,11 @@ def _prefactor(basis: DimensionalBasis, variables: Sequence[str], sample: Sample
 
 
 def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> list[Node]:
-    """Near-exact ``(c + c*t1 [+ c*t2]) / (1 + c*s)`` over terms of the π groups, found by
-    trying every denominator term ``s`` and adding the best numerator terms to it (the linear
-    problem ``z = a0 + a1*t1 + a2*t2 - b*z*s``). Cheap with few groups, and it finds the
-    weighted means and saturations a greedy pursuit from scratch misses."""
+    """Near-exact ``(c + c*t1 [+ c*t2]) / (1 + c*s)`` over terms of the π groups (the linear
+    problem ``z = a0 + a1*t1 + a2*t2 - b*z*s``): every (denominator, numerator) pair is scored
+    at once in closed form, the best pairs are refitted and, when needed, given one more
+    numerator term. It finds the weighted means and saturations a greedy pursuit from scratch
+    misses."""
     sample = Sample(sample.X[:max_rows], sample.y[:max_rows])
     basis = _basis(sample, names, list(range(len(names))), 400)
     if basis is None:
@@ -167,22 +177,38 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
     n_num = len(low)
     Z = np.column_stack([basis.Z[:, low], Zw])
     t = z - z.mean()
+    n = len(t)
     norm = float(np.sqrt(np.mean(t**2))) or 1.0
+    # One denominator term s_j and one numerator term t_k, for every pair at once: with u_j the
+    # unit vector of s_j, projecting it out leaves the gain (N_k.t - (u_j.N_k)(u_j.t))**2 /
+    # (|N_k|**2 - (u_j.N_k)**2) of adding t_k.
+    numerators = basis.Z[:, low]
+    U = Zw / np.linalg.norm(Zw, axis=0)
+    b = U.T @ t
+    M = U.T @ numerators
+    c = numerators.T @ t
+    rest = np.einsum("ij,ij->j", numerators, numerators)[None, :] - M**2
+    with np.errstate(all="ignore"):
+        gain = np.where(rest > 1e-9 * n, (c[None, :] - M * b[:, None]) ** 2 / rest, 0.0)
+    left = np.maximum(float(t @ t) - b[:, None] ** 2 - gain, 0.0)
+    err = np.sqrt(left / n) / norm
+    order = np.argsort(err, axis=None)[:RATIONAL_PAIRS]
     found: list[tuple[float, Node]] = []
-    for j in range(len(den)):
-        support: tuple[int, ...] = (n_num + j,)
-        for _ in range(2):
-            picks = [k for k in _best_additions(Z, t, support, 4) if k < n_num]
+    for flat in order:
+        j, k = divmod(int(flat), err.shape[1])
+        support: tuple[int, ...] = (n_num + j, k)
+        pair_err, _ = _fit_error(Z, t, support, norm)
+        if pair_err >= 1e-7:  # one more numerator term, the best one
+            picks = [m for m in _best_additions(Z, t, support, 4) if m < n_num]
             if not picks:
-                break
+                continue
             support = (*support, picks[0])
-            err, _ = _fit_error(Z, t, support, norm)
-            if err < 1e-7:
-                top = [basis.terms[int(low[k])] for k in support if k < n_num]
-                numerator = total([binary("mul", const(), term) for term in top] + [const()])
-                denominator = binary("add", num(1.0), _cx(basis.terms[int(den[j])]))
-                found.append((err, binary("div", numerator, denominator)))
-                break
+            pair_err, _ = _fit_error(Z, t, support, norm)
+        if pair_err < 1e-7:
+            top = [basis.terms[int(low[m])] for m in support if m < n_num]
+            numerator = total([binary("mul", const(), term) for term in top] + [const()])
+            denominator = binary("add", num(1.0), _cx(basis.terms[int(den[j])]))
+            found.append((pair_err, binary("div", numerator, denominator)))
     found.sort(key=lambda et: et[0])
     return [tree for _, tree in found[:4]]
 
@@ -243,13 +269,14 @@ def pi_library(variables: Sequence[str], units: Mapping[str, Sequence[Fraction]]
             for group in (_monomial_of(g, with_const=False),
                           _monomial_of({k: -v for k, v in g.items()}, with_const=False)):
                 shaped += [binary("mul", outer, shape(group)) for shape in PI_SHAPES]
-    if sample is not None and basis.groups:
+    if sample is not None and 0 < len(basis.groups) <= MAX_SPARSE_GROUPS:
         # The data's prefactor and the plain one: a law such as a weighted mean is a ratio of
-        # sums only over the plain prefactor.
-        for p in prefactors[:2]:
+        # sums only over the plain prefactor (the second only with few groups: time).
+        for p in prefactors[: 2 if len(basis.groups) <= MAX_RATIONAL_GROUPS else 1]:
             more_exact, more_loose = _group_sums(variables, basis, p, group_nodes, sample)
             exact += more_exact
             loose += more_loose
+    exact.sort(key=size)  # all near-exact: the simplest first (stable: ties keep their order)
     return exact + plain, _interleave([shaped, loose])
 
 
@@ -273,8 +300,10 @@ def _group_sums(variables: Sequence[str], basis: DimensionalBasis, prefactor: Ma
     names = [f"pi{i}" for i in range(len(basis.groups))]
     pi_sample = Sample(pis[keep], z[keep])
     law = power_law(pi_sample, names)
-    exact, loose = _sparse_candidates(pi_sample, names, law.outer_sets() if law is not None else [])
-    exact = _rationals(pi_sample, names) + exact
+    exact, loose = _sparse_candidates(pi_sample, names, law.outer_sets() if law is not None else [],
+                                      max_basis=PI_BASIS)
+    if len(names) <= MAX_RATIONAL_GROUPS:
+        exact = _rationals(pi_sample, names) + exact
     placeholders = dict(zip(names, group_nodes, strict=True))
     outer = _monomial_of(prefactor, with_const=False)
 
