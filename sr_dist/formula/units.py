@@ -66,6 +66,10 @@ PREFIXES: tuple[str, ...] = ("Y", "Z", "E", "P", "T", "G", "M", "k", "h", "da", 
 #: Words that mean "no unit".
 _DIMENSIONLESS_WORDS = ("", "1", "dimensionless", "-")
 
+#: Superscript exponents as papers write them (``m²``, ``s⁻¹``), read as ``^2``, ``^-1``.
+_SUPERSCRIPTS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+_SUPERSCRIPT_RUN = re.compile("[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d*)?|\.\d+)|(?P<name>[A-Za-zΩµμ_]+)"
                     r"|(?P<op>\*\*|[*·/^()+-]))")
 
@@ -340,11 +344,11 @@ class _Reader:
 
 
 def parse_unit(text: str) -> Unit:
-    """A unit from text: ``kg*m/s**2``, ``m^2``, ``N m``, ``m**(1/2)``, ``1`` or ``""``
-    (dimensionless); :class:`UnitError` says what was not understood."""
+    """A unit from text: ``kg*m/s**2``, ``m^2``, ``N m``, ``m**(1/2)``, ``kg·m²/s²``, ``1`` or
+    ``""`` (dimensionless); :class:`UnitError` says what was not understood."""
     if not isinstance(text, str):
         raise UnitError(f"a unit text must be a string, got {type(text).__name__}")
-    stripped = text.strip()
+    stripped = _SUPERSCRIPT_RUN.sub(lambda m: "^" + m.group(0).translate(_SUPERSCRIPTS), text.strip())
     if stripped.lower() in _DIMENSIONLESS_WORDS:
         return _ONE
     reader = _Reader(stripped)
