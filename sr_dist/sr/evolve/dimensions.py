@@ -15,6 +15,7 @@ name.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -127,30 +128,40 @@ def dimensional_basis(variables: Sequence[str], units: Mapping[str, Sequence[Fra
 
 def _integral(exponents: Mapping[str, Fraction]) -> dict[str, Fraction]:
     """The same direction with integer exponents (a π group may be raised to any power)."""
-    scale = 1
-    for value in exponents.values():
-        scale = scale * value.denominator // np.gcd(scale, value.denominator)
+    scale = math.lcm(*(value.denominator for value in exponents.values()))
     return {k: v * scale for k, v in exponents.items() if v != 0}
 
 
+def _shifted(plain: Mapping[str, Fraction], groups: Sequence[Mapping[str, Fraction]],
+             weights: Sequence[Fraction], names: Sequence[str]) -> dict[str, Fraction]:
+    """``plain`` times the groups to the powers ``weights`` (still the target's units)."""
+    out = {}
+    for name in names:
+        value = plain.get(name, Fraction(0)) + sum(
+            (w * g.get(name, Fraction(0)) for w, g in zip(weights, groups, strict=True)), Fraction(0))
+        if value != 0:
+            out[name] = value
+    return out
+
+
 def _prefactor(basis: DimensionalBasis, variables: Sequence[str], sample: Sample | None) -> list[dict[str, Fraction]]:
-    """Prefactor exponents: the one closest to the data's power law (then the plain one)."""
+    """Prefactor exponents, distinct: the one nearest the data's log-log power law with the
+    groups' powers rounded to halves, the plain one, the nearest with whole powers."""
     plain = dict(basis.particular)
-    out = [plain]
     law = power_law(sample, variables) if sample is not None else None
     if law is None or not basis.groups:
-        return out
+        return [plain]
     names = list(variables)
     fitted = np.array([law.exponents.get(n, 0.0) for n in names])
     p0 = np.array([float(plain.get(n, 0)) for n in names])
     N = np.array([[float(g.get(n, 0)) for g in basis.groups] for n in names])
     weights, *_ = np.linalg.lstsq(N, fitted - p0, rcond=None)
-    for step in (Fraction(1, 2), Fraction(1)):
-        rounded = [Fraction(round(float(w) / float(step))) * step for w in weights]
-        p = {n: plain.get(n, Fraction(0)) + sum((r * g.get(n, Fraction(0)) for r, g in zip(rounded, basis.groups, strict=True)), Fraction(0)) for n in names}
-        p = {k: v for k, v in p.items() if v != 0}
+    half = _shifted(plain, basis.groups, [Fraction(round(2 * float(w)), 2) for w in weights], names)
+    whole = _shifted(plain, basis.groups, [Fraction(round(float(w))) for w in weights], names)
+    out: list[dict[str, Fraction]] = []
+    for p in (half, plain, whole):
         if p not in out:
-            out.insert(0 if step == Fraction(1, 2) else len(out), p)
+            out.append(p)
     return out
 
 
