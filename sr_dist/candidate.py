@@ -5,8 +5,11 @@ archive and the agent's result, the ``evolve`` proposer's reading of its history
 line, resume and model selection. The rules are plain functions so they cannot drift apart:
 
 - :func:`fitness`: validation NMSE, else train NMSE, ``inf`` when unusable;
-- :func:`rank_key`: lower fitness (to :data:`NMSE_RESOLUTION`), then simpler, then the text;
-- :func:`pareto_front`: generic over any items, given their loss and complexity.
+- :func:`rank_key`: dimensionally consistent before inconsistent (where units are known), then
+  lower fitness (to :data:`NMSE_RESOLUTION`), then simpler, then the text;
+- :func:`pareto_front`: generic over any items, given their loss and complexity;
+  :func:`candidate_front` leaves out dimensionally inconsistent candidates when a consistent
+  one exists, so an inconsistent formula is never *the* answer while a consistent one is there.
 
 No JAX, Ray or Arrow here: the numeric core's bottom layer.
 """
@@ -22,6 +25,8 @@ from typing import Any, TypeVar
 __all__ = [
     "Candidate",
     "NMSE_RESOLUTION",
+    "UNITS_FIELDS",
+    "admissible",
     "as_number",
     "candidate_front",
     "best_of",
@@ -43,6 +48,8 @@ NMSE_RESOLUTION = 1e-12
 RECORD_FIELDS = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse", "complexity", "error")
 #: What the model is shown of a candidate in a listing (no status: only fitted ones are listed).
 BRIEF_FIELDS = ("expression", "canonical", "constants", "train_nmse", "val_nmse", "complexity")
+#: The dimensional check's fields; a record or listing carries them only where units are known.
+UNITS_FIELDS = ("dimensionally_consistent", "units_mismatch")
 
 
 def as_number(value: Any) -> float | None:
@@ -77,6 +84,10 @@ def _constants(value: Any) -> dict[str, float]:
     return out
 
 
+def _bool_or_none(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
 def _int_or_none(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
@@ -94,6 +105,8 @@ class Candidate:
     ``test_nmse`` is kept for reporting and is never shown to a model. The provenance fields
     (``step``, ``tool_call_id``, ``agent_id``, ``candidate_id``) are filled where known;
     ``recovered`` is whether it matches the dataset's known law, where one is known and checked.
+    ``dimensionally_consistent`` is the dimensional check's verdict (``None``: the dataset has
+    no units, or the formula did not parse) and ``units_mismatch`` its sentence when not.
     """
 
     expression: str
@@ -110,6 +123,8 @@ class Candidate:
     agent_id: int | None = None
     candidate_id: str | None = None
     recovered: bool | None = None
+    dimensionally_consistent: bool | None = None
+    units_mismatch: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -139,6 +154,8 @@ class Candidate:
             tool_call_id=_get(fit, "tool_call_id") or tool_call_id,
             agent_id=_int_or_none(_get(fit, "agent_id")),
             candidate_id=_get(fit, "candidate_id"),
+            dimensionally_consistent=_bool_or_none(_get(fit, "dimensionally_consistent")),
+            units_mismatch=_get(fit, "units_mismatch"),
         )
 
     def with_recovered(self, recovered: bool | None) -> Candidate:
@@ -146,13 +163,17 @@ class Candidate:
 
     def record(self) -> dict[str, Any]:
         """The structured result of one fit, as a formula tool returns it (:data:`RECORD_FIELDS`)."""
-        values = self.to_dict()
-        return {name: values[name] for name in RECORD_FIELDS}
+        return self._fields(RECORD_FIELDS)
 
     def brief(self) -> dict[str, Any]:
         """What a listing of fitted candidates shows the model (:data:`BRIEF_FIELDS`)."""
+        return self._fields(BRIEF_FIELDS)
+
+    def _fields(self, names: tuple[str, ...]) -> dict[str, Any]:
         values = self.to_dict()
-        return {name: values[name] for name in BRIEF_FIELDS}
+        if self.dimensionally_consistent is not None:
+            names = (*names, *UNITS_FIELDS)
+        return {name: values[name] for name in names}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -170,6 +191,8 @@ class Candidate:
             "agent_id": self.agent_id,
             "candidate_id": self.candidate_id,
             "recovered": self.recovered,
+            "dimensionally_consistent": self.dimensionally_consistent,
+            "units_mismatch": self.units_mismatch,
         }
 
 
@@ -199,10 +222,20 @@ def ranked_nmse(candidate: Candidate) -> float:
     return max(fitness(candidate), NMSE_RESOLUTION)
 
 
-def rank_key(candidate: Candidate) -> tuple[float, int, str]:
-    """Total order "better first": lower NMSE (to :data:`NMSE_RESOLUTION`), then simpler, then
-    canonical text (deterministic)."""
-    return (ranked_nmse(candidate), candidate.complexity or 0, candidate.key)
+def rank_key(candidate: Candidate) -> tuple[bool, float, int, str]:
+    """Total order "better first": dimensionally consistent (or unchecked) before inconsistent,
+    then lower NMSE (to :data:`NMSE_RESOLUTION`), then simpler, then canonical text
+    (deterministic)."""
+    return (candidate.dimensionally_consistent is False, ranked_nmse(candidate),
+            candidate.complexity or 0, candidate.key)
+
+
+def admissible(items: Sequence[T], consistent: Callable[[T], bool | None]) -> list[T]:
+    """The items an answer may be chosen from: all of them, less the dimensionally
+    inconsistent ones (``consistent(item) is False``) when at least one item is consistent."""
+    if any(consistent(item) is True for item in items):
+        return [item for item in items if consistent(item) is not False]
+    return list(items)
 
 
 def best_of(candidates: Iterable[Candidate]) -> Candidate | None:
@@ -243,10 +276,12 @@ def pareto_front(
 
 
 def candidate_front(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
-    """:func:`pareto_front` of fitted candidates by :func:`ranked_nmse`, one per canonical form."""
+    """:func:`pareto_front` of fitted candidates by :func:`ranked_nmse`, one per canonical form,
+    over the :func:`admissible` ones (no inconsistent formula while a consistent one exists)."""
     seen: set[str] = set()
     distinct: list[Candidate] = []
-    for cand in sorted(candidates, key=rank_key):
+    usable = [c for c in candidates if math.isfinite(fitness(c))]
+    for cand in sorted(admissible(usable, lambda c: c.dimensionally_consistent), key=rank_key):
         if cand.key not in seen:
             seen.add(cand.key)
             distinct.append(cand)

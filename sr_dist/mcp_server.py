@@ -4,6 +4,8 @@
 
     sr-dist-mcp --dataset feynman:I.6.2 --results ./results
     sr-dist-mcp --dataset csv:data.csv --target y --n 2000 --seed 1
+    sr-dist-mcp --dataset feynman:I.12.11 --units feynman
+    sr-dist-mcp --dataset csv:motion.csv --units x=m --units t=s --units v=m/s
 
 It serves ``evaluate_formulas``, ``data_summary`` and ``best_formulas`` for one dataset, with an
 in-process JAX evaluator. The tools are the very ``BaseTool`` classes the agents use (same
@@ -55,6 +57,10 @@ class ServerOptions:
     run_id: str | None = None
     device: str = "cpu"
     log_level: str = "WARNING"
+    #: ``feynman``, or name -> unit text (``None``: no units, no dimensional check).
+    units: str | Mapping[str, str] | None = None
+    #: With units: constants are dimensionless (the default) or may carry any unit.
+    dimensionless_constants: bool = True
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,7 +77,38 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--run-id", default=None, help="run id of the recorded candidates (default: a new one)")
     parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="where constants are fitted")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (DEBUG, INFO, WARNING, ...)")
+    parser.add_argument("--units", action="append", default=None, metavar="NAME=UNIT",
+                        help="the unit of a variable or of the target (repeat for each, e.g. "
+                        "--units v=m/s), a JSON object of them, or 'feynman' for a feynman: "
+                        "dataset; candidates are then checked for dimensional consistency")
+    parser.add_argument("--constants-with-units", action="store_true",
+                        help="with --units: let free constants carry any unit (default: "
+                        "constants are dimensionless)")
     return parser
+
+
+def _units(parser: argparse.ArgumentParser, given: list[str] | None) -> str | dict[str, str] | None:
+    if not given:
+        return None
+    if len(given) == 1 and given[0].strip().lower() == "feynman":
+        return "feynman"
+    if len(given) == 1 and given[0].strip().startswith("{"):
+        import json
+
+        try:
+            value = json.loads(given[0])
+        except json.JSONDecodeError as exc:
+            parser.error(f"--units is not a JSON object: {exc}")
+        if not isinstance(value, dict):
+            parser.error("--units JSON must be an object {name: unit}")
+        return {str(k): v for k, v in value.items()}
+    units: dict[str, str] = {}
+    for item in given:
+        name, sep, unit = item.partition("=")
+        if not sep or not name.strip():
+            parser.error(f"--units takes NAME=UNIT (e.g. v=m/s), a JSON object or 'feynman', got {item!r}")
+        units[name.strip()] = unit.strip()
+    return units
 
 
 def parse_options(argv: Sequence[str] | None = None) -> ServerOptions:
@@ -83,6 +120,7 @@ def parse_options(argv: Sequence[str] | None = None) -> ServerOptions:
     return ServerOptions(
         dataset=ns.dataset, target=ns.target, n=ns.n, seed=ns.seed, results=ns.results,
         run_id=ns.run_id, device=ns.device, log_level=ns.log_level.upper(),
+        units=_units(parser, ns.units), dimensionless_constants=not ns.constants_with_units,
     )
 
 
@@ -143,13 +181,15 @@ class _Session:
         from sr_dist.tools import BaseTool
 
         self.options = options
-        self.dataset = load_dataset(options.dataset, n=options.n, seed=options.seed, target=options.target)
+        self.dataset = load_dataset(options.dataset, n=options.n, seed=options.seed, target=options.target,
+                                    units=options.units)
         self.evaluator = Evaluator(self.dataset, device=options.device)
         self.run_id = options.run_id or new_run_id()
         self.results = Path(options.results)
         self.writer = CandidateWriter(self.results, self.run_id, self.dataset.name, MODEL_LABEL)
         self.recorder = CandidateRecorder(self.run_id, 0, MODEL_LABEL, self.dataset.name, self._store)
-        self.context = EpisodeContext.create(self.dataset, self.evaluator, recorder=self.recorder)
+        self.context = EpisodeContext.create(self.dataset, self.evaluator, recorder=self.recorder,
+                                             dimensionless_constants=options.dimensionless_constants)
         self.tools = {name: BaseTool.create(name, context=self.context) for name in SERVED_TOOLS}
         self.record = RunRecord(
             run_id=self.run_id,

@@ -140,6 +140,40 @@ def tool_names(value: Any, key: str) -> tuple[str, ...] | None:
     return tuple(names)
 
 
+def units_value(value: Any, key: str, source: Any) -> str | dict[str, Any] | None:
+    """``dataset.units``: ``None``, ``feynman`` (for a feynman source) or name -> unit, each
+    unit readable (that the names match the dataset is checked when it is loaded)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() != "feynman":
+            raise SettingsError(key, "must be null, 'feynman' or a mapping from each variable "
+                                     f"and the target to its unit, got {value!r}")
+        if not (isinstance(source, str) and source.startswith("feynman:")):
+            raise SettingsError(key, f"is 'feynman' but dataset.source {source!r} is not a "
+                                     "feynman: dataset; give a mapping name -> unit instead")
+        return "feynman"
+    if not isinstance(value, Mapping) or not value:
+        raise SettingsError(key, "must be null, 'feynman' or a non-empty mapping from each "
+                                 f"variable and the target to its unit, got {value!r}")
+    # The formula language's unit reader (numeric core, no Ray or Hydra).
+    from sr_dist.formula import Unit, UnitError
+
+    units: dict[str, Any] = {}
+    for name, unit in value.items():
+        plain: Any = unit
+        if isinstance(unit, (list, tuple)):
+            plain = list(unit)
+        elif isinstance(unit, int) and not isinstance(unit, bool):
+            plain = str(unit)  # YAML reads a dimensionless `1` as a number
+        try:
+            Unit.coerce(plain)
+        except UnitError as exc:
+            raise SettingsError(f"{key}.{name}", f"is not a unit: {exc}") from None
+        units[str(name)] = dict(plain) if isinstance(plain, Mapping) else plain
+    return units
+
+
 def _set(obj: object, name: str, value: Any) -> None:
     """Store a checked, normalised value on a frozen dataclass (inside ``__post_init__``)."""
     object.__setattr__(obj, name, value)
@@ -193,9 +227,15 @@ class DatasetConfig(_Group):
     noise: float = 0.0
     #: Train / validation / test fractions.
     split: tuple[float, float, float] = (0.7, 0.15, 0.15)
+    #: Units of the variables and the target (``None``: unknown): ``feynman`` for a feynman
+    #: source (the embedded units table), or a mapping name -> unit (``{x: m, t: s, v: m/s}``;
+    #: a unit is text such as ``kg*m/s**2`` or a list of exponents over m, s, kg, K, V, A, cd,
+    #: mol). With units, candidates are checked for dimensional consistency.
+    units: str | Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         p = self.GROUP
+        _set(self, "units", units_value(self.units, f"{p}.units", self.source))
         _set(self, "source", str_value(self.source, f"{p}.source"))
         split = self.split
         if not isinstance(split, (list, tuple)) or len(split) != 3:
@@ -366,6 +406,10 @@ class SearchConfig(_Group):
     restart_lost_agents: bool = True
     #: Restarts per agent before a lost agent stays lost.
     max_agent_restarts: int = 3
+    #: With ``dataset.units``: free constants are dimensionless (``true``), or each may carry
+    #: any unit (``false``, as PySR allows: a formula is consistent when some units of its
+    #: constants make it so).
+    dimensionless_constants_only: bool = True
 
     def __post_init__(self) -> None:
         p = self.GROUP
@@ -393,6 +437,8 @@ class SearchConfig(_Group):
                                                      f"{p}.restart_lost_agents"))
         _set(self, "max_agent_restarts", int_value(self.max_agent_restarts,
                                                    f"{p}.max_agent_restarts", minimum=0))
+        _set(self, "dimensionless_constants_only", bool_value(
+            self.dimensionless_constants_only, f"{p}.dimensionless_constants_only"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,22 +4,41 @@
 table. Both give a frozen :class:`Dataset` with a seeded split and a stable content hash.
 """
 
-from .dataset import DEFAULT_SPLIT, MIN_ROWS, Dataset, DatasetError, Splits
-from .feynman import FeynmanEquation, FeynmanVariable, feynman_equation, feynman_equations
-from .loaders import DEFAULT_FEYNMAN_N, SCHEMES, load_dataset, sample_feynman
+from .dataset import DEFAULT_SPLIT, MIN_ROWS, Dataset, DatasetError, DatasetUnitsError, Splits
+from .feynman import (
+    FeynmanEquation,
+    FeynmanVariable,
+    feynman_equation,
+    feynman_equation_units,
+    feynman_equations,
+    feynman_units,
+)
+from .loaders import (
+    DEFAULT_FEYNMAN_N,
+    FEYNMAN_UNITS,
+    SCHEMES,
+    load_dataset,
+    resolve_units,
+    sample_feynman,
+)
 
 __all__ = [
     "DEFAULT_FEYNMAN_N",
     "DEFAULT_SPLIT",
+    "FEYNMAN_UNITS",
     "MIN_ROWS",
     "SCHEMES",
     "Dataset",
     "DatasetError",
+    "DatasetUnitsError",
     "FeynmanEquation",
     "FeynmanVariable",
     "Splits",
     "feynman_equation",
+    "feynman_equation_units",
     "feynman_equations",
+    "feynman_units",
     "load_dataset",
+    "resolve_units",
     "sample_feynman",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..formula import Formula, parse_formula
+from ..formula.units import DatasetUnits
 
 #: Default train / validation / test fractions.
 DEFAULT_SPLIT: tuple[float, float, float] = (0.7, 0.15, 0.15)
@@ -19,6 +21,10 @@ MIN_ROWS = 10
 
 class DatasetError(ValueError):
     """Data that cannot be used, with a message that says what to fix."""
+
+
+class DatasetUnitsError(DatasetError):
+    """Units that do not fit the dataset (a name missing or unknown, a unit unreadable)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +54,9 @@ class Dataset:
     content_hash: str
     seed: int
     noise: float
+    #: The unit of each variable and of the target, when known (``load_dataset(units=...)``);
+    #: with units, candidates are checked for dimensional consistency.
+    units: DatasetUnits | None = None
 
     @property
     def n(self) -> int:
@@ -83,6 +92,16 @@ class Dataset:
         if self.ground_truth is None:
             return None
         return parse_formula(self.ground_truth, self.feature_names)
+
+    def with_units(self, units: DatasetUnits | None) -> Dataset:
+        """This dataset with ``units`` (``None``: unknown); the data and its hash stay as they
+        are (units do not change a fit, only how candidates are judged)."""
+        if units is not None and (units.names != self.feature_names):
+            raise DatasetUnitsError(
+                f"the units cover {', '.join(units.names)} but the dataset's variables are "
+                f"{', '.join(self.feature_names)}"
+            )
+        return dataclasses.replace(self, units=units)
 
     def __repr__(self) -> str:
         return (

@@ -4,6 +4,9 @@ The table is read once, lazily. Each row names an equation (``Filename``, e.g. `
 output, its formula and up to ten variables with sampling ranges. The ``# variables`` column of
 the original table disagrees with the listed variables in a few rows; the listed names and
 ranges are what counts here.
+
+``FeynmanUnits.csv`` (also package data) gives the SI unit of every variable and output of the
+table as exponents of m, s, kg, K and V; :func:`feynman_units` reads it.
 """
 
 from __future__ import annotations
@@ -11,12 +14,22 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from types import MappingProxyType
+
+from ..formula.units import DatasetUnits, Unit
 
 #: Package resource holding the table.
 TABLE_RESOURCE = "FeynmanEquations.csv"
+#: Package resource holding the units of the table's variables (m, s, kg, T = kelvin, V).
+UNITS_RESOURCE = "FeynmanUnits.csv"
+#: Corrections to the units table, applied when it is read: ``mu_drift`` is a mobility
+#: (drift velocity per force, v = mu*F: s/kg, as the table's own ``mob`` row has it); the
+#: table lists it as kg/s, the inverse.
+UNIT_ERRATA: Mapping[str, str] = MappingProxyType({"mu_drift": "s/kg"})
 
 
 @dataclass(frozen=True)
@@ -90,3 +103,29 @@ def feynman_equation(name: str) -> FeynmanEquation:
         f"unknown Feynman equation {name!r}{hint} "
         f"({len(table)} equations, e.g. I.6.2, II.6.15a, III.4.33)"
     )
+
+
+@lru_cache(maxsize=1)
+def feynman_units() -> Mapping[str, Unit]:
+    """The unit of every variable of the table, by name (read once; :data:`UNIT_ERRATA`
+    applied)."""
+    text = resources.files(__package__).joinpath(UNITS_RESOURCE).read_text(encoding="utf-8")
+    units: dict[str, Unit] = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        name = (row.get("Variable") or "").strip()
+        if name:
+            units[name] = Unit.from_exponents([row[k].strip() for k in ("m", "s", "kg", "T", "V")])
+    for name, unit in UNIT_ERRATA.items():
+        units[name] = Unit.parse(unit)
+    return MappingProxyType(units)
+
+
+def feynman_equation_units(eq: FeynmanEquation) -> DatasetUnits:
+    """The units of an equation's variables and output, from :func:`feynman_units`."""
+    table = feynman_units()
+    names = (*eq.variable_names, eq.output)
+    missing = [name for name in names if name not in table]
+    if missing:  # pragma: no cover - the shipped tables cover every equation (a test checks)
+        raise KeyError(f"the Feynman units table has no unit for {', '.join(missing)}")
+    return DatasetUnits.from_mapping({name: table[name] for name in names}, eq.variable_names,
+                                     eq.output)

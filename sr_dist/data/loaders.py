@@ -7,28 +7,37 @@ sees NaN targets, string columns or feature names the formula language cannot sp
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..formula import NAMED_NUMBERS, evaluate_numpy, is_identifier, parse_formula
+from ..formula.units import DatasetUnits, UnitError
 from .dataset import (
     DEFAULT_SPLIT,
     MIN_ROWS,
     Dataset,
     DatasetError,
+    DatasetUnitsError,
     check_split,
     content_hash,
     freeze,
     make_splits,
 )
-from .feynman import FeynmanEquation, feynman_equation
+from .feynman import FeynmanEquation, feynman_equation, feynman_equation_units
 
 #: Rows sampled for a Feynman equation when ``n`` is not given.
 DEFAULT_FEYNMAN_N = 10_000
 #: Source schemes ``load_dataset`` understands.
 SCHEMES = ("feynman:", "csv:", "parquet:")
+#: The ``units`` value that takes a ``feynman:`` dataset's units from the embedded table.
+FEYNMAN_UNITS = "feynman"
+
+#: What ``load_dataset(units=...)`` takes: the word ``feynman``, name -> unit (text such as
+#: ``kg*m/s**2``, a mapping of base-unit exponents, or an exponent list), or a ready value.
+UnitsSpec = str | Mapping[str, Any] | DatasetUnits | None
 
 
 def load_dataset(
@@ -38,6 +47,7 @@ def load_dataset(
     noise: float = 0.0,
     target: str | None = None,
     split: Sequence[float] = DEFAULT_SPLIT,
+    units: UnitsSpec = None,
 ) -> Dataset:
     """Load a dataset; raises :class:`DatasetError` with a fixable message on bad input.
 
@@ -48,7 +58,38 @@ def load_dataset(
       given, caps the rows: a seeded random subset of that many rows is kept, in file order.
     - ``noise``: ``y += noise * std(y) * N(0, 1)``, drawn from the seeded generator.
     - ``split``: (train, val, test) fractions of a seeded random partition of the rows.
+    - ``units``: the unit of each variable and of the target (``None``: unknown), a mapping
+      from every name to its unit, or ``"feynman"`` for a ``feynman:`` source (the embedded
+      units table); bad units are a :class:`DatasetUnitsError`.
     """
+    dataset = _load(source, n, seed, noise, target, split)
+    return dataset if units is None else dataset.with_units(resolve_units(units, dataset))
+
+
+def resolve_units(units: UnitsSpec, dataset: Dataset) -> DatasetUnits | None:
+    """``units`` (as ``load_dataset`` takes them) checked against ``dataset``'s names."""
+    if units is None or isinstance(units, DatasetUnits):
+        return units
+    if isinstance(units, str):
+        if units.strip().lower() != FEYNMAN_UNITS:
+            raise DatasetUnitsError(f"units must be {FEYNMAN_UNITS!r} or a mapping from each "
+                                    f"variable and the target to its unit, got {units!r}")
+        if not dataset.name.startswith("feynman:"):
+            raise DatasetUnitsError(f"units={FEYNMAN_UNITS!r} needs a feynman: dataset, not "
+                                    f"{dataset.name!r}; give a mapping from each of "
+                                    f"{', '.join((*dataset.feature_names, dataset.target_name))} "
+                                    "to its unit")
+        return feynman_equation_units(feynman_equation(dataset.name.partition(":")[2]))
+    try:
+        return DatasetUnits.from_mapping(units, dataset.feature_names, dataset.target_name)
+    except UnitError as exc:
+        raise DatasetUnitsError(str(exc)) from None
+
+
+def _load(
+    source: str, n: int | None, seed: int, noise: float, target: str | None,
+    split: Sequence[float],
+) -> Dataset:
     if not isinstance(source, str) or not source.strip():
         raise DatasetError(f"a dataset source must be a non-empty string, got {source!r}")
     fractions = check_split(tuple(split))  # type: ignore[arg-type]

@@ -25,6 +25,8 @@ class FitResult:
       (``invalid``/``error``, or an empty split).
     - ``fit_s``: this formula's share of its batch's wall time (compile time excluded).
     - ``cached``: served from the result cache (``fit_s`` is then the original fit's).
+    - ``dimensionally_consistent`` / ``units_mismatch``: the dimensional check, filled by the
+      formula tools when the dataset has units (``None`` otherwise; the evaluator leaves them).
     """
 
     expression: str
@@ -41,6 +43,8 @@ class FitResult:
     fit_s: float = 0.0
     cached: bool = False
     iterations: int = 0
+    dimensionally_consistent: bool | None = None
+    units_mismatch: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -55,6 +59,8 @@ class FitResult:
             "train_nmse": self.train_nmse, "val_nmse": self.val_nmse,
             "test_nmse": self.test_nmse, "r2": self.r2, "fit_s": self.fit_s,
             "cached": self.cached, "iterations": self.iterations,
+            "dimensionally_consistent": self.dimensionally_consistent,
+            "units_mismatch": self.units_mismatch,
         }
 
 

@@ -12,12 +12,15 @@ sympy form, LaTeX, numpy evaluation) walks that AST iteratively.
 - :mod:`.lexer` and :mod:`.parser`: text -> tokens -> AST.
 - :mod:`.canonical`: the canonical form and cache key; :mod:`.render`: text, sympy, LaTeX.
 - :mod:`.core`: :class:`Formula` and :func:`parse_formula`; :mod:`.numeric`: numpy evaluation.
+- :mod:`.units`: :class:`Unit` (exponent vectors over m, s, kg, K, V, A, cd, mol) and
+  :class:`DatasetUnits`; :mod:`.dimensions`: :func:`check_dimensions`.
 """
 
 from __future__ import annotations
 
 from .canonical import Canonical, canonicalize
 from .core import Formula, parse_formula
+from .dimensions import DimensionCheck, check_dimensions
 from .errors import FormulaError
 from .nodes import (
     BINARY_OPS,
@@ -36,8 +39,10 @@ from .nodes import (
 from .numeric import evaluate_numpy
 from .render import format_number, render, to_sympy
 from .tree import fold_tree, iter_nodes
+from .units import BASE_UNITS, DatasetUnits, Unit, UnitError, parse_unit
 
 __all__ = [
+    "BASE_UNITS",
     "BINARY_OPS",
     "FUNCTION_ALIASES",
     "FUNCTION_NAMES",
@@ -48,9 +53,14 @@ __all__ = [
     "NAMED_NUMBERS",
     "UNARY_OPS",
     "Canonical",
+    "DatasetUnits",
+    "DimensionCheck",
     "Formula",
     "FormulaError",
     "Node",
+    "Unit",
+    "UnitError",
+    "check_dimensions",
     "canonicalize",
     "evaluate_numpy",
     "fold_tree",
@@ -59,6 +69,7 @@ __all__ = [
     "is_identifier",
     "iter_nodes",
     "parse_formula",
+    "parse_unit",
     "render",
     "to_sympy",
 ]

@@ -198,12 +198,24 @@ def _as_table(source: Any, run_id: str | None, metric: str) -> pa.Table:
     )
 
 
+def _admissible(table: pa.Table) -> pa.Table:
+    """Without the dimensionally inconsistent rows when a consistent row exists (the rule of
+    :func:`sr_dist.candidate.admissible`, on a table)."""
+    if "dimensionally_consistent" not in table.column_names:
+        return table
+    flags = table["dimensionally_consistent"]
+    if not pc.any(flags).as_py():
+        return table
+    return table.filter(pc.invert(pc.fill_null(pc.equal(flags, False), False)))
+
+
 def pareto_front(
     table_or_path: Any, run_id: str | None = None, metric: str = "val_nmse"
 ) -> pa.Table:
     """The candidates no other candidate beats on both complexity and ``metric``.
 
-    Only ``status == "ok"`` rows with a non-null ``metric`` and complexity take part. The result
+    Only ``status == "ok"`` rows with a non-null ``metric`` and complexity take part, and of
+    those no dimensionally inconsistent row when a consistent one is among them. The result
     is sorted by complexity (ascending; the metric strictly decreases along it) and has the
     input's columns. Of equal candidates the earliest (``created_at``, then ``candidate_id``)
     is kept, so the front is deterministic.
@@ -214,6 +226,7 @@ def pareto_front(
     table = table.filter(pc.is_valid(table["complexity"]))
     if table.num_rows == 0:
         return table
+    table = _admissible(table)
     keys = [("complexity", "ascending"), (metric, "ascending")]
     keys += [(k, "ascending") for k in ("created_at", "candidate_id") if k in table.column_names]
     table = table.take(pc.sort_indices(table, sort_keys=keys))
@@ -248,7 +261,8 @@ def _select_list(schema: pa.Schema, present: Iterable[str] | None = None) -> str
         for field in schema)
 
 
-_DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE"}
+_DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE",
+                 "bool": "BOOLEAN"}
 
 
 def _source(con: duckdb.DuckDBPyConnection, name: str, directory: Path, dataset: ds.Dataset,
@@ -273,7 +287,9 @@ def duckdb_connection(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection
     root = results.path
     cand = _source(con, "candidates", root / CANDIDATES_DIR, results.candidates, CANDIDATE_SCHEMA)
     runs = _source(con, "runs", root / RUNS_DIR, results.runs, RUNS_SCHEMA)
-    con.execute(f"CREATE VIEW candidates AS SELECT {_select_list(CANDIDATE_SCHEMA)} FROM {cand}")
+    have = [d[0] for d in con.execute(f"SELECT * FROM {cand} LIMIT 0").description]
+    con.execute(f"CREATE VIEW candidates AS SELECT {_select_list(CANDIDATE_SCHEMA, have)} "
+                f"FROM {cand}")
     present = [d[0] for d in con.execute(f"SELECT * FROM {runs} LIMIT 0").description]
     con.execute(
         f"CREATE VIEW runs AS SELECT {_select_list(RUNS_SCHEMA, present)} FROM {runs} "

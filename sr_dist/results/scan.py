@@ -39,7 +39,8 @@ class RunScan:
     rows: int = 0
     by_agent: Mapping[int, int] = dataclasses.field(default_factory=dict)
     by_status: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    #: The ``ok`` rows with the lowest NMSE (clamped at the resolution, so ties are kept):
+    #: The ``ok`` rows with the lowest NMSE (clamped at the resolution, so ties are kept),
+    #: among the dimensionally consistent or unchecked rows and among the inconsistent ones:
     #: the best candidate is one of them (``RunTally`` picks it by its rank).
     contenders: tuple[Mapping[str, Any], ...] = ()
 
@@ -61,8 +62,9 @@ def scan_run(root: str | os.PathLike[str], run_id: str, seen: SeenIds | None = N
     rows = 0
     by_agent: Counter[int] = Counter()
     by_status: Counter[str] = Counter()
-    best: float | None = None
-    contenders: list[dict[str, Any]] = []
+    # Contenders per class: [0] consistent or unchecked rows, [1] dimensionally inconsistent
+    # ones (which rank after every other row, so the best of each class is kept).
+    classes = [_Contenders(), _Contenders()]
     for directory in run_candidate_dirs(root, run_id):
         for path in data_files(directory):
             for batch in pq.ParquetFile(path).iter_batches(batch_size=SCAN_BATCH_ROWS):
@@ -82,17 +84,35 @@ def scan_run(root: str | os.PathLike[str], run_id: str, seen: SeenIds | None = N
                     continue
                 ranked = _ranked(batch)
                 ok = pc.and_(pc.equal(batch.column("status"), OK_STATUS), pc.is_valid(ranked))
-                ranked = pc.if_else(ok, ranked, pa.scalar(None, ranked.type))
-                low = pc.min(ranked).as_py()
-                if low is None or (best is not None and low > best):
-                    continue
-                chosen = _simplest(batch.filter(pc.fill_null(pc.equal(ranked, low), False)))
-                if best is None or low < best:
-                    best, contenders = low, chosen
+                if "dimensionally_consistent" in names:
+                    off = pc.fill_null(pc.equal(batch.column("dimensionally_consistent"), False),
+                                       False)
                 else:
-                    contenders = _simplest_rows([*contenders, *chosen])
+                    off = pa.array([False] * batch.num_rows, pa.bool_())
+                classes[0].consider(batch, ranked, pc.and_(ok, pc.invert(off)))
+                classes[1].consider(batch, ranked, pc.and_(ok, off))
     return RunScan(rows=rows, by_agent=dict(sorted(by_agent.items())),
-                   by_status=dict(sorted(by_status.items())), contenders=tuple(contenders))
+                   by_status=dict(sorted(by_status.items())),
+                   contenders=(*classes[0].rows, *classes[1].rows))
+
+
+class _Contenders:
+    """The rows tied at the lowest ranked NMSE seen so far (the simplest first, bounded)."""
+
+    def __init__(self) -> None:
+        self.best: float | None = None
+        self.rows: list[dict[str, Any]] = []
+
+    def consider(self, batch: pa.RecordBatch, ranked: pa.Array, usable: pa.Array) -> None:
+        ranked = pc.if_else(usable, ranked, pa.scalar(None, ranked.type))
+        low = pc.min(ranked).as_py()
+        if low is None or (self.best is not None and low > self.best):
+            return
+        chosen = _simplest(batch.filter(pc.fill_null(pc.equal(ranked, low), False)))
+        if self.best is None or low < self.best:
+            self.best, self.rows = low, chosen
+        else:
+            self.rows = _simplest_rows([*self.rows, *chosen])
 
 
 def _rank_rest(row: Mapping[str, Any]) -> tuple[int, str]:

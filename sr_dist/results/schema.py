@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
+from numpy import bool_ as np_bool
 
 from sr_dist import __version__
 
@@ -85,8 +86,12 @@ CANDIDATE_SCHEMA: pa.Schema = pa.schema(
         pa.field("train_mse", pa.float64()),
         pa.field("fit_s", pa.float64()),
         pa.field("tool_call_id", pa.string()),
+        # Schema version 2: the dimensional check (null when the dataset has no units, and in
+        # files written before version 2; a new column is always nullable and goes last).
+        pa.field("dimensionally_consistent", pa.bool_()),
+        pa.field("units_mismatch", pa.string()),
     ],
-    metadata={"sr_dist.table": "candidates", "sr_dist.schema_version": "1"},
+    metadata={"sr_dist.table": "candidates", "sr_dist.schema_version": "2"},
 )
 
 RUNS_SCHEMA: pa.Schema = pa.schema(
@@ -128,6 +133,7 @@ RUN_PARTITIONS: tuple[str, ...] = ("run_id",)
 _FIT_FIELDS: tuple[str, ...] = (
     "expression", "canonical", "status", "error", "constants", "complexity",
     "train_mse", "train_nmse", "val_nmse", "test_nmse", "r2", "fit_s",
+    "dimensionally_consistent", "units_mismatch",
 )
 
 
@@ -211,6 +217,8 @@ def candidate_row(
         "train_mse": values["train_mse"],
         "fit_s": values["fit_s"],
         "tool_call_id": tool_call_id,
+        "dimensionally_consistent": values["dimensionally_consistent"],
+        "units_mismatch": values["units_mismatch"],
     }
     return row
 
@@ -251,6 +259,12 @@ def _str_normalizer(value: Any) -> str:
     return value
 
 
+def _bool_normalizer(value: Any) -> bool:
+    if not isinstance(value, (bool, np_bool)):
+        raise TypeError(f"expected true or false, got {type(value).__name__}")
+    return bool(value)
+
+
 def _ts_normalizer(value: Any) -> datetime:
     if not isinstance(value, datetime):
         raise TypeError(f"expected a datetime, got {type(value).__name__}")
@@ -270,6 +284,8 @@ def _normalizer(dtype: pa.DataType) -> Normalizer:
         return _float_normalizer
     if pa.types.is_timestamp(dtype):
         return _ts_normalizer
+    if pa.types.is_boolean(dtype):
+        return _bool_normalizer
     raise TypeError(f"no normalizer for Arrow type {dtype}")
 
 

@@ -257,6 +257,7 @@ class Driver:
             failure_budget=s.search.failure_budget, target_nmse=s.search.target_nmse,
             deadline_s=s.search.max_seconds, servers=s.servers,
             step_offset=offset, prior=prior, tools=s.search.tools,
+            dimensionless_constants_only=s.search.dimensionless_constants_only,
         )
 
     def _start_pool(self, dataset: Any) -> None:

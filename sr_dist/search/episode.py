@@ -61,6 +61,8 @@ class AgentSpec:
     prior: tuple[Mapping[str, Any], ...] = ()
     #: The formula tools the model sees (``search.tools``; None: all of them).
     tools: tuple[str, ...] | None = None
+    #: ``search.dimensionless_constants_only``: how the dimensional check treats constants.
+    dimensionless_constants_only: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +153,7 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
         build_model(_model_config(spec)), dataset, evaluator, limits=limits, recorder=recorder,
         agent_id=spec.agent_id, seed=spec.seed, cancel_event=cancel_event,
         sample_rows=SAMPLE_ROWS, extra_tools=extra_tools, tools=spec.tools,
+        dimensionless_constants=spec.dimensionless_constants_only,
     )
     if spec.prior:
         _warm_start(agent, spec.prior)

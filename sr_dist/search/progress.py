@@ -55,7 +55,7 @@ class RunTally:
         self._by_agent: Counter[int] = Counter()
         self._by_status: Counter[str] = Counter()
         self._best: Candidate | None = None
-        self._best_key: tuple[float, int, str] = (math.inf, 0, "")
+        self._best_key: tuple[bool, float, int, str] = (True, math.inf, 0, "")
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Count ``rows`` (each once: the caller has dropped duplicates) and keep the best."""
@@ -76,8 +76,13 @@ class RunTally:
             self._consider(row)
 
     def _consider(self, row: Mapping[str, Any]) -> None:
-        # Most rows lose: compare the NMSE first, build a candidate only for a contender.
-        if row.get("status") != "ok" or max(record_fitness(row), NMSE_RESOLUTION) > self._best_key[0]:
+        # Most rows lose: compare the NMSE first, build a candidate only for a contender (a
+        # worse NMSE can still win when it is dimensionally consistent and the best is not).
+        if row.get("status") != "ok":
+            return
+        inconsistent = row.get("dimensionally_consistent") is False
+        worse = max(record_fitness(row), NMSE_RESOLUTION) > self._best_key[1]
+        if worse and inconsistent >= self._best_key[0]:
             return
         cand = Candidate.from_fit(row)
         key = rank_key(cand)

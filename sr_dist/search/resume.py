@@ -65,7 +65,7 @@ PRIOR_PER_AGENT = 32
 WARM_LIMIT = 2000
 #: Columns of the old rows a resumed session reads.
 _COLUMNS = ["agent_id", "step", "expression", "canonical", "complexity", "constants", "status",
-            "train_nmse", "val_nmse", "test_nmse", "r2"]
+            "train_nmse", "val_nmse", "test_nmse", "r2", "dimensionally_consistent", "units_mismatch"]
 
 _ABSENT = object()
 
@@ -145,9 +145,11 @@ def default_config() -> dict[str, Any]:
 # --- what the old session left -----------------------------------------------------------------
 
 def best_distinct(rows: Sequence[Mapping[str, Any]], limit: int) -> list[Mapping[str, Any]]:
-    """Up to ``limit`` ``ok`` rows with distinct canonical forms, best (lowest NMSE) first."""
+    """Up to ``limit`` ``ok`` rows with distinct canonical forms, best first (dimensionally
+    inconsistent rows after the others, then lowest NMSE, as ``rank_key`` orders)."""
     ok = [r for r in rows if r.get("status") == "ok" and math.isfinite(record_fitness(r))]
-    ok.sort(key=lambda r: (record_fitness(r), r.get("complexity") or 0, str(r.get("expression"))))
+    ok.sort(key=lambda r: (r.get("dimensionally_consistent") is False, record_fitness(r),
+                           r.get("complexity") or 0, str(r.get("expression"))))
     seen: set[str] = set()
     out: list[Mapping[str, Any]] = []
     for row in ok:
@@ -242,6 +244,9 @@ def _record(row: Mapping[str, Any]) -> dict[str, Any]:
         "status": row.get("status"), "complexity": row.get("complexity"),
         "constants": constants, "train_nmse": row.get("train_nmse"),
         "val_nmse": row.get("val_nmse"), "test_nmse": row.get("test_nmse"), "r2": row.get("r2"),
+        **({} if row.get("dimensionally_consistent") is None else {
+            "dimensionally_consistent": row.get("dimensionally_consistent"),
+            "units_mismatch": row.get("units_mismatch")}),
     }
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sr_dist.candidate import Candidate
-from sr_dist.data import DatasetError, load_dataset
+from sr_dist.data import DatasetError, DatasetUnitsError, load_dataset
 from sr_dist.models import ModelConfigError, build_model
 from sr_dist.results import RunRecord, pareto_front, summarize_run, utc_now, write_run
 from sr_dist.search.decisions import (
@@ -205,7 +205,9 @@ def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
     d = settings.dataset
     try:
         dataset = load_dataset(d.source, n=d.n, seed=d.seed, noise=d.noise, target=d.target,
-                               split=d.split)
+                               split=d.split, units=d.units)
+    except DatasetUnitsError as exc:
+        raise SettingsError("dataset.units", f"do not fit the dataset: {exc}") from exc
     except DatasetError as exc:
         raise SettingsError("dataset.source", f"could not be loaded: {exc}") from exc
     label = model_label(settings.model)

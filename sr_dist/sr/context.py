@@ -61,6 +61,9 @@ class EpisodeContext:
     cancel_event: Any = field(default_factory=threading.Event)
     recorder: FitRecorder | Callable[..., None] | None = None
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
+    #: With dataset units: constants are dimensionless (``True``) or may carry any unit
+    #: (``search.dimensionless_constants_only``).
+    dimensionless_constants: bool = True
 
     def __post_init__(self) -> None:
         if not callable(getattr(self.evaluator, "fit_many", None)):
@@ -78,6 +81,7 @@ class EpisodeContext:
         episode: EpisodeState | None = None,
         cancel_event: Any = None,
         max_expressions_per_call: int = DEFAULT_MAX_EXPRESSIONS,
+        dimensionless_constants: bool = True,
     ) -> EpisodeContext:
         """A context with a fresh archive and episode state unless given; ``cancel_event`` (a
         ``threading.Event`` by default) stops tool calls and the agent loop when set."""
@@ -89,6 +93,7 @@ class EpisodeContext:
             cancel_event=cancel_event if cancel_event is not None else threading.Event(),
             recorder=recorder,
             limits=EpisodeLimits(max_expressions_per_call),
+            dimensionless_constants=bool(dimensionless_constants),
         )
 
     # -- the loop's view (sr_dist.agent.episode.Episode) -------------------------------------

@@ -41,11 +41,18 @@ def parser_for(model: ModelProtocol) -> BaseParser:
 
 
 def problem_info(dataset: Any, *, seed: int = 0, agent_id: int = 0, sample_rows: int = DEFAULT_SAMPLE_ROWS) -> dict[str, Any]:
-    """``context.info`` for a dataset: names, seed, and the first ``sample_rows`` training rows."""
+    """``context.info`` for a dataset: names, seed, the first ``sample_rows`` training rows, and
+    the units' exponent vectors when the dataset has units (never sent to a provider)."""
     X = np.asarray(dataset.X_train, dtype=float)
     y = np.asarray(dataset.y_train, dtype=float).ravel()
     rows = max(0, min(int(sample_rows), len(y)))
+    units = getattr(dataset, "units", None)
+    extra: dict[str, Any] = {} if units is None else {"units": {
+        "variables": {name: [float(v) for v in unit.exponents] for name, unit in units.variables},
+        "target": [float(v) for v in units.target.exponents],
+    }}
     return {
+        **extra,
         "variables": list(dataset.feature_names),
         "target": str(getattr(dataset, "target_name", "y")),
         "dataset": str(getattr(dataset, "name", "")),
@@ -71,12 +78,15 @@ def build_agent(
     max_expressions_per_call: int | None = None,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     extra_tools: Iterable[Any] = (),
+    dimensionless_constants: bool = True,
 ) -> Agent:
     """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.episode`` is the
     :class:`EpisodeContext`: archive, episode state, cancel event.
 
     ``tools`` names the formula tools the model sees (default: all of :data:`FORMULA_TOOLS`),
-    as SRHarness exposes "only the tools enabled for the current run"."""
+    as SRHarness exposes "only the tools enabled for the current run". With
+    ``dataset.units``, ``dimensionless_constants`` says whether the dimensional check lets free
+    constants carry units (``search.dimensionless_constants_only=false``)."""
     tool_context = EpisodeContext.create(
         dataset,
         evaluator,
@@ -84,6 +94,7 @@ def build_agent(
         agent_id=agent_id,
         cancel_event=cancel_event,
         max_expressions_per_call=max_expressions_per_call or DEFAULT_MAX_EXPRESSIONS,
+        dimensionless_constants=dimensionless_constants,
     )
     names = tuple(tools) if tools is not None else FORMULA_TOOLS
     # extra_tools: tools from elsewhere (MCP servers) in the same flat catalog.

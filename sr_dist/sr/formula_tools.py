@@ -21,6 +21,7 @@ import numpy as np
 from sr_dist.candidate import RECORD_FIELDS as RESULT_FIELDS
 from sr_dist.candidate import Candidate, best_of, fitness, rank_key
 from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
+from sr_dist.sr.dimensional import with_dimensions
 from sr_dist.sr.state import Submission
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import significant
@@ -120,6 +121,13 @@ def _indent_rest(text: str) -> str:
     return "\n".join([lines[0], *("      " + line for line in lines[1:])])
 
 
+def units_note(record: Mapping[str, Any]) -> str:
+    """`` -- dimensionally inconsistent: <why>`` for a flagged fit, else nothing."""
+    if record.get("dimensionally_consistent") is False:
+        return f" -- dimensionally inconsistent: {record.get('units_mismatch') or 'units do not match'}"
+    return ""
+
+
 def _result_line(index: int, record: Mapping[str, Any]) -> str:
     status = record.get("status")
     expression = record.get("expression")
@@ -127,7 +135,7 @@ def _result_line(index: int, record: Mapping[str, Any]) -> str:
         return (
             f"{index}. ok val_nmse={format_nmse(record.get('val_nmse'))} "
             f"train_nmse={format_nmse(record.get('train_nmse'))} complexity={record.get('complexity')} "
-            f"{expression}{_constants_text(record.get('constants') or {})}"
+            f"{expression}{_constants_text(record.get('constants') or {})}{units_note(record)}"
         )
     return f"{index}. {status} {expression} :: " + _indent_rest(record.get("error") or "no details")
 
@@ -180,7 +188,10 @@ def summarize_data(dataset: Any, rows: int = 5) -> dict[str, Any]:
             stats["log_correlation"] = _corr(np.log(column), np.log(y))
         variables[name] = stats
     shown = min(max(int(rows), 0), len(y))
+    units = getattr(dataset, "units", None)
+    extra: dict[str, Any] = {} if units is None else {"units": units.as_text(target)}
     return {
+        **extra,
         "target": target,
         "variables": variables,
         "target_stats": y_stats,
@@ -209,6 +220,11 @@ def format_data_summary(summary: Mapping[str, Any]) -> str:
         )
     t = summary["target_stats"]
     lines.append(f"  {target} (target): {significant(t['min'], 4)} .. {significant(t['max'], 4)}, mean {significant(t['mean'], 4)}, std {significant(t['std'], 4)}")
+    units = summary.get("units")
+    if units:
+        lines.append("Units: " + ", ".join(f"{name} [{unit}]" for name, unit in units.items())
+                     + f" (the target is {target}). Formulas are checked for dimensional "
+                     "consistency; inconsistent ones rank after consistent ones.")
     if summary["rows"]:
         lines.append("First rows (" + ", ".join(summary["columns"]) + "):")
         lines.extend("  " + ", ".join(significant(v, 5) for v in row) for row in summary["rows"])
@@ -261,6 +277,8 @@ class _FormulaTool(BaseTool[EpisodeContext]):
                 f"the evaluator could not fit the batch ({type(exc).__name__}: {exc}); "
                 "nothing was evaluated, try again"
             ) from exc
+        fits = with_dimensions(fits, self.context.dataset,
+                               dimensionless_constants=self.context.dimensionless_constants)
         return fits, self._record(fits)
 
     def _record(self, fits: Sequence[Any]) -> tuple[Candidate, ...]:
@@ -290,7 +308,9 @@ class EvaluateFormulas(_FormulaTool):
         e. Any other name is a free constant fitted to the data, e.g. "a*x**b + c". Returns per
         formula its status (ok, invalid, nonfinite, error), fitted constants, training and
         validation NMSE (mean squared error / variance of the target; lower is better) and
-        complexity (node count), or the error for a formula that could not be used.
+        complexity (node count), or the error for a formula that could not be used. When the
+        data has units, each result also says whether the formula is dimensionally consistent
+        and, if not, why; inconsistent formulas rank after consistent ones.
 
         Args:
             expressions: The formulas to evaluate, one per string (at most 64 per call).
@@ -318,7 +338,8 @@ class EvaluateFormulas(_FormulaTool):
         head = f"Evaluated {len(records)} formula(s) ({tally})."
         best = result.get("best")
         if best:
-            head += f" Best here: {best['expression']} val_nmse={format_nmse(best.get('val_nmse'))}."
+            head += (f" Best here: {best['expression']} val_nmse={format_nmse(best.get('val_nmse'))}"
+                     f"{units_note(best)}.")
         overall = self.context.archive.best()
         if overall is not None:
             head += f" Best so far: {overall.expression} val_nmse={format_nmse(fitness(overall))}."
@@ -372,7 +393,7 @@ class BestFormulas(_FormulaTool):
         for cand in front:
             lines.append(
                 f"  complexity={cand['complexity']} val_nmse={format_nmse(cand['val_nmse'])} "
-                f"{cand['expression']}{_constants_text(cand['constants'])}"
+                f"{cand['expression']}{_constants_text(cand['constants'])}{units_note(cand)}"
             )
         return "\n".join(lines)
 
@@ -404,13 +425,16 @@ class SubmitFormula(_FormulaTool):
             "train_nmse": cand.train_nmse,
             "val_nmse": cand.val_nmse,
             "complexity": cand.complexity,
+            **({} if cand.dimensionally_consistent is None else {
+                "dimensionally_consistent": cand.dimensionally_consistent,
+                "units_mismatch": cand.units_mismatch}),
         }
 
     def format_result_dict(self, result: Any) -> str:
         return (
             f"Submitted {result['expression']}{_constants_text(result['constants'])}: "
-            f"val_nmse={format_nmse(result['val_nmse'])}, complexity={result['complexity']}. "
-            "The search ends after this turn."
+            f"val_nmse={format_nmse(result['val_nmse'])}, complexity={result['complexity']}"
+            f"{units_note(result)}. The search ends after this turn."
         )
 
 

@@ -127,3 +127,41 @@ def test_candidate_reads_results_rows_with_json_constants() -> None:
     assert cand.constants == {"a": 2.0, "b": pytest.approx(math.nan, nan_ok=True)}
     assert (cand.agent_id, cand.candidate_id, cand.step, cand.complexity) == (4, "r-4-1-0", 1, 3)
     assert fitness(cand) == 0.25
+
+
+def checked(expr: str, nmse: float, complexity: int, consistent: bool | None) -> FitResult:
+    return FitResult(expression=expr, canonical=expr, status="ok", complexity=complexity,
+                     train_nmse=nmse, val_nmse=nmse, dimensionally_consistent=consistent,
+                     units_mismatch=None if consistent is not False else f"{expr} is off")
+
+
+# (fits as (expression, nmse, complexity, consistent), expected front, expected best)
+UNIT_CASES: list[dict[str, Any]] = [
+    {"id": "a consistent fit beats a better inconsistent one",
+     "fits": [("x+t", 1e-9, 3, False), ("x/t", 1e-3, 3, True), ("c*x/t", 1e-4, 5, True)],
+     "front": ["x/t", "c*x/t"], "best": "c*x/t"},
+    {"id": "all inconsistent: the usual order",
+     "fits": [("x+t", 1e-9, 3, False), ("x-t", 1e-3, 3, False)], "front": ["x+t"], "best": "x+t"},
+    {"id": "unchecked ranks with consistent",
+     "fits": [("a", 1e-2, 3, None), ("b", 1e-3, 5, True), ("c", 1e-9, 2, False)],
+     "front": ["a", "b"], "best": "b"},
+]
+
+
+@pytest.mark.parametrize("case", UNIT_CASES, ids=[c["id"] for c in UNIT_CASES])
+def test_inconsistent_candidates_rank_last(case: dict[str, Any]) -> None:
+    archive = CandidateArchive()
+    archive.add([checked(*f) for f in case["fits"]])
+    assert [c.expression for c in archive.front()] == case["front"]
+    best = archive.best()
+    assert best is not None and best.expression == case["best"]
+
+
+def test_the_check_reaches_records_only_where_units_are_known() -> None:
+    flagged = Candidate.from_fit(checked("x+t", 1e-9, 3, False))
+    assert flagged.record()["units_mismatch"] == "x+t is off"
+    assert flagged.brief()["dimensionally_consistent"] is False
+    plain = Candidate.from_fit(fit("x", 0.1, 1))
+    assert "dimensionally_consistent" not in plain.record()
+    assert "units_mismatch" not in plain.brief()
+

@@ -27,6 +27,8 @@ class FakeFit:
     test_nmse: float | None = 0.3
     r2: float | None = 0.9
     fit_s: float | None = 0.01
+    dimensionally_consistent: bool | None = None
+    units_mismatch: str | None = None
 
 
 def rows_for(

@@ -33,6 +33,8 @@ CANDIDATE_COLUMNS = [
     ("test_nmse", pa.float64()), ("r2", pa.float64()), ("model", pa.string()),
     ("dataset", pa.string()), ("created_at", TS),
     ("train_mse", pa.float64()), ("fit_s", pa.float64()), ("tool_call_id", pa.string()),
+    # schema version 2: the dimensional check
+    ("dimensionally_consistent", pa.bool_()), ("units_mismatch", pa.string()),
 ]
 
 RUN_COLUMNS = [
@@ -118,6 +120,13 @@ NORMALIZE_CASES = [
     ("naive time", {"created_at": datetime(2025, 1, 1)}, "timezone-aware", None),
     ("non-string status", {"status": 1}, "'status': expected a string", None),
     ("unknown column", {"bogus": 1}, "unknown column(s) ['bogus']", None),
+    ("consistent flag", {"dimensionally_consistent": True}, None,
+     ("dimensionally_consistent", True)),
+    ("numpy bool flag", {"dimensionally_consistent": np.bool_(False)}, None,
+     ("dimensionally_consistent", False)),
+    ("unchecked flag is null", {"dimensionally_consistent": None}, None,
+     ("dimensionally_consistent", None)),
+    ("int flag", {"dimensionally_consistent": 1}, "expected true or false", None),
 ]
 
 
@@ -165,3 +174,16 @@ def test_candidate_row_accepts_the_evaluators_fit_result():
                         CANDIDATE_SCHEMA)
     assert row["status"] == "nonfinite" and row["constants"] == '{"c":2.0}'
     assert row["val_nmse"] is None and row["r2"] is None and row["fit_s"] == 0.25
+
+
+def test_candidate_row_carries_the_dimensional_check():
+    evaluator = pytest.importorskip("sr_dist.evaluator.results")
+    fit = evaluator.FitResult(expression="x + t", canonical="t + x", status="ok",
+                              dimensionally_consistent=False,
+                              units_mismatch="x + t adds m to s")
+    row = normalize_row(candidate_row(fit, "r", 0, 1, 2, "m", "d", created_at=T0),
+                        CANDIDATE_SCHEMA)
+    assert row["dimensionally_consistent"] is False
+    assert row["units_mismatch"] == "x + t adds m to s"
+    unchecked = candidate_row(FakeFit(expression="x"), "r", 0, 1, 3, "m", "d", created_at=T0)
+    assert unchecked["dimensionally_consistent"] is None and unchecked["units_mismatch"] is None

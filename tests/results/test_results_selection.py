@@ -91,3 +91,47 @@ def test_score_run_scores_the_selected_candidate(tmp_path: Path) -> None:
     assert chosen.expression == specs[0][0] and chosen.metrics["nmse"] < 1e-20
     with pytest.raises(ValueError, match="select"):
         score_run(tmp_path, run_id, select="smallest")
+
+
+# (name, [(complexity, val_nmse, dimensionally_consistent)], complexity chosen by best, parsimony)
+UNIT_CASES: list[tuple[str, list[tuple[int, float, bool | None]], int, int]] = [
+    ("an inconsistent better fit is not the answer while a consistent one exists",
+     [(3, 1e-2, True), (7, 1e-8, False), (9, 1e-3, True)], 9, 9),
+    ("every candidate inconsistent: the usual rules over all of them",
+     [(3, 1e-2, False), (7, 1e-8, False)], 7, 7),
+    ("no units (null flags): the usual rules",
+     [(3, 1e-2, None), (7, 1e-8, None)], 7, 7),
+]
+
+
+@pytest.mark.parametrize("name,points,best,parsimony", UNIT_CASES, ids=[c[0] for c in UNIT_CASES])
+def test_selection_ranks_inconsistent_candidates_last(
+        name: str, points: list[tuple[int, float, bool | None]], best: int, parsimony: int) -> None:
+    table = _table([(c, v) for c, v, _ in points]).append_column(
+        "dimensionally_consistent", pa.array([f for _, _, f in points], pa.bool_()))
+    assert select_candidate(table, rule="best")["complexity"] == best
+    assert select_candidate(table, rule="parsimony")["complexity"] == parsimony
+
+
+def test_files_without_the_units_columns_read_as_unchecked(tmp_path: Path) -> None:
+    """A run written before schema version 2 (no dimensional columns) still reads, selects and
+    queries: the new columns come back null."""
+    import pyarrow.parquet as pq
+
+    from sr_dist.results import CANDIDATE_SCHEMA, duckdb_connection, open_results
+
+    row = candidate_row({"expression": "x", "canonical": "x", "status": "ok", "complexity": 1,
+                         "val_nmse": 0.5, "train_nmse": 0.5}, "old", 0, 0, 0, "m", "d",
+                        created_at=T0)
+    old_schema = pa.schema([f for f in CANDIDATE_SCHEMA
+                            if f.name not in ("dimensionally_consistent", "units_mismatch")])
+    directory = tmp_path / "candidates" / "dataset=d" / "run_id=old"
+    directory.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{k: row[k] for k in old_schema.names}], schema=old_schema),
+                   directory / "part-0.parquet")
+    table = open_results(tmp_path).candidates.to_table()
+    assert table["dimensionally_consistent"].to_pylist() == [None]
+    assert select_candidate(tmp_path)["expression"] == "x"
+    con = duckdb_connection(tmp_path)
+    assert con.execute("SELECT expression, dimensionally_consistent FROM candidates").fetchall() \
+        == [("x", None)]

@@ -63,3 +63,19 @@ def test_many_equal_fits_keep_a_bounded_list_of_contenders(tmp_path: Path) -> No
     best = _restored(tmp_path).snapshot().best
     assert best is not None and live.snapshot().best is not None
     assert best.expression == live.snapshot().best.expression
+
+
+def test_a_scan_keeps_the_best_consistent_row_behind_better_inconsistent_ones(
+        tmp_path: Path) -> None:
+    batches = [
+        rows_for("run-1", 4, val_nmse=1e-3, dimensionally_consistent=True),
+        rows_for("run-1", 4, agent_id=1, val_nmse=1e-10, dimensionally_consistent=False,
+                 units_mismatch="x0 + x1 adds m to s"),
+    ]
+    _write(tmp_path, batches)
+    live = RunTally()
+    for rows in batches:
+        live.add(rows)
+    a, b = live.snapshot().best, _restored(tmp_path).snapshot().best
+    assert a is not None and b is not None
+    assert (b.expression, b.dimensionally_consistent) == (a.expression, True)

@@ -201,3 +201,16 @@ def test_progress_line_shows_the_evaluator_queue_once_something_queued() -> None
     assert format_progress(one) == base + " | queue 1,234 p99 40 ms"
     pool = dataclasses.replace(one, replicas=3, queue_depth=0, queue_p99_s=0.0)
     assert format_progress(pool) == base + " | queue 0 p99 0 ms on 3 replicas"
+
+
+def test_run_tally_prefers_a_consistent_best() -> None:
+    def row(expr: str, nmse: float, consistent: bool) -> dict[str, object]:
+        return {"expression": expr, "canonical": expr, "status": "ok", "complexity": 3,
+                "val_nmse": nmse, "train_nmse": nmse, "agent_id": 0,
+                "dimensionally_consistent": consistent}
+
+    tally = RunTally()
+    rows = [row("x+t", 1e-9, False), row("x/t", 1e-3, True), row("x-t", 1e-12, False)]
+    tally.add(rows)
+    best = tally.snapshot().best
+    assert best is not None and best.expression == "x/t"

@@ -10,7 +10,10 @@ same batch: replays are exact and an agent can be restarted.
 What it reads from ``context.info``: ``variables`` (the dataset's variable names, unless given
 to the constructor), ``seed`` (unless given), and optionally ``sample`` =
 ``{"X": [[...], ...], "y": [...]}``, training rows used for data-driven seeding (power-law
-fit, sparse sums). Without a sample the search still runs, from data-free seeds.
+fit, sparse sums). Without a sample the search still runs, from data-free seeds. With
+``units`` = ``{"variables": {name: exponents}, "target": exponents}`` (a dataset with units) the
+library starts with dimensionally consistent seeds built from the Buckingham π groups
+(:mod:`sr_dist.sr.evolve.dimensions`), and the search prefers consistent candidates.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from sr_dist.context import Context
 from sr_dist.formula import Node
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
 from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
+from sr_dist.sr.evolve.dimensions import pi_library, units_from_info
 from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
 from sr_dist.sr.evolve.search import Proposal, SearchConfig, propose
-from sr_dist.sr.evolve.seeding import Sample, sample_from_info, seed_library
+from sr_dist.sr.evolve.seeding import Sample, _interleave, sample_from_info, seed_library
 
 __all__ = ["EvolveModel", "build_evolve"]
 
@@ -91,7 +95,8 @@ class EvolveModel:
         sample = sample_from_info(context.info, variables)
         rng = np.random.default_rng([self._seed(context), history.calls])
         can_submit = available is None or SUBMIT_TOOL in available
-        proposal = propose(history, variables, self._library(variables, sample), self.config, rng, can_submit)
+        units = units_from_info(context.info, variables)
+        proposal = propose(history, variables, self._library(variables, sample, units), self.config, rng, can_submit)
         return self._respond(proposal, history)
 
     async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
@@ -113,14 +118,21 @@ class EvolveModel:
         seed = context.info.get("seed", 0) if isinstance(context.info, Mapping) else 0
         return int(seed) if isinstance(seed, (int, np.integer)) and seed >= 0 else 0
 
-    def _library(self, variables: tuple[str, ...], sample: Sample | None) -> tuple[Node, ...]:
+    def _library(self, variables: tuple[str, ...], sample: Sample | None,
+                 units: Any = None) -> tuple[Node, ...]:
         digest = hashlib.sha256(json.dumps(variables).encode())
         if sample is not None:
             digest.update(np.ascontiguousarray(sample.X).tobytes())
             digest.update(np.ascontiguousarray(sample.y).tobytes())
+        if units is not None:
+            digest.update(repr(units).encode())
         key = digest.hexdigest()
         if key not in self._libraries:
-            self._libraries[key] = tuple(seed_library(variables, sample))
+            library = seed_library(variables, sample)
+            if units is not None:
+                first, rest = pi_library(variables, units[0], units[1], sample)
+                library = first + _interleave([rest, library])
+            self._libraries[key] = tuple(library)
         return self._libraries[key]
 
     def _respond(self, proposal: Proposal, history: History) -> ModelResponse:

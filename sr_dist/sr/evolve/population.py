@@ -38,6 +38,9 @@ SUMMARY_TOOL = "data_summary"
 
 #: NMSE below this counts as zero when scoring (float32 evaluation floor).
 NMSE_FLOOR = 1e-15
+#: Score penalty (decades of NMSE) of a dimensionally inconsistent candidate: it still breeds,
+#: but a consistent one of similar accuracy is preferred by far.
+INCONSISTENT_PENALTY = 3.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class Individual:
     complexity: int
     #: Which ``evaluate_formulas`` call (0-based) produced it.
     generation: int
+    #: The dimensional check's verdict (None: the dataset has no units).
+    consistent: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,19 @@ class History:
 
     @property
     def best(self) -> Individual | None:
-        return min(self.individuals, key=lambda i: (i.nmse, i.complexity, i.canonical), default=None)
+        """Lowest NMSE, dimensionally consistent ones (where checked) first."""
+        return min(self.individuals, key=lambda i: (i.consistent is False, i.nmse, i.complexity, i.canonical),
+                   default=None)
+
+    @property
+    def has_units(self) -> bool:
+        """Whether the candidates were checked against units (some carry a verdict)."""
+        return any(i.consistent is not None for i in self.individuals)
+
+    def solutions(self, target_nmse: float) -> list[Individual]:
+        """Candidates under ``target_nmse``; with units, only the consistent ones count."""
+        solved = [i for i in self.individuals if i.nmse < target_nmse]
+        return [i for i in solved if i.consistent is not False] if self.has_units else solved
 
     def stagnant_for(self, tolerance: float = 1e-3) -> int:
         """Generations since the best NMSE last improved by more than ``tolerance`` (relative)."""
@@ -93,6 +110,11 @@ def parse_cached(text: str, variables: tuple[str, ...]) -> Formula | None:
         return parse_formula(text, variables)
     except FormulaError:
         return None
+
+
+def _verdict(record: Mapping[str, Any]) -> bool | None:
+    value = record.get("dimensionally_consistent")
+    return value if isinstance(value, bool) else None
 
 
 def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[str]) -> History:
@@ -144,6 +166,7 @@ def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[st
                     nmse=nmse,
                     complexity=parsed.complexity,
                     generation=generation,
+                    consistent=_verdict(record),
                 )
             )
             best = min(best, nmse)
@@ -164,8 +187,10 @@ def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[st
 
 
 def score(ind: Individual, parsimony: float) -> float:
-    """Lower is better: ``log10(NMSE)`` plus a parsimony pressure per node."""
-    return math.log10(max(ind.nmse, NMSE_FLOOR)) + parsimony * ind.complexity
+    """Lower is better: ``log10(NMSE)`` plus a parsimony pressure per node (and
+    :data:`INCONSISTENT_PENALTY` for a dimensionally inconsistent candidate)."""
+    penalty = INCONSISTENT_PENALTY if ind.consistent is False else 0.0
+    return math.log10(max(ind.nmse, NMSE_FLOOR)) + parsimony * ind.complexity + penalty
 
 
 def pareto_front(individuals: Sequence[Individual]) -> list[Individual]:

@@ -6,7 +6,8 @@ plus its Pareto front, made by the operators in :mod:`sr_dist.sr.evolve.operator
 random trees. Every proposal is new: its canonical form was never proposed before. Once a
 candidate beats the target NMSE the search spends ``polish_generations`` on simplifying the
 solutions, then submits the simplest one; it also submits its best after ``patience``
-generations without progress.
+generations without progress. With units, only dimensionally consistent candidates count as
+solutions and inconsistent ones score worse (:data:`~sr_dist.sr.evolve.population.INCONSISTENT_PENALTY`).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def _submission(history: History, config: SearchConfig) -> Proposal | None:
     if best.nmse < config.target_nmse:
         first = next(g for g, b in enumerate(history.best_by_generation) if b < config.target_nmse)
         if history.generations - 1 - first >= config.polish_generations:
-            solved = [i for i in history.individuals if i.nmse < config.target_nmse]
+            solved = history.solutions(config.target_nmse)
             choice = min(solved, key=lambda i: (i.complexity, i.nmse, i.canonical))
             if choice.expression not in history.submitted:
                 return Proposal(submit=choice, reason=f"solved: validation NMSE {choice.nmse:.3g} < target")
@@ -144,7 +145,7 @@ def propose(
         batch.offer(tidy(tree))
 
     individuals = list(history.individuals)
-    solved = [i for i in individuals if i.nmse < config.target_nmse]
+    solved = history.solutions(config.target_nmse)
     ranked = sorted(individuals, key=lambda i: (score(i, config.parsimony), i.canonical))
     pool_keys = {i.canonical for i in ranked[: config.pool_size]}
     pool = ranked[: config.pool_size] + [i for i in pareto_front(individuals) if i.canonical not in pool_keys]
