@@ -9,8 +9,7 @@ hands the user, the documented selection rule (``bench/scoring.py``): exact = th
 symbolically equal to the table's formula, or, where sympy cannot decide in 8 s, NMSE < 1e-10 on
 2,000 fresh noise-free points. The parent kills a worker past ``1.5 x budget + --grace``.
 
-``--units on`` adds ``dataset.units=feynman`` (the units of ``FeynmanUnits.csv``); while the
-checkout's config has no ``dataset.units`` key it stops at once and says so. ``--units both``
+``--units on`` adds ``dataset.units=feynman`` (the units of ``FeynmanUnits.csv``). ``--units both``
 (the default) runs each problem without and with units.
 
 ``--peers pyoperon,gplearn`` runs those tools through ``bench/peers.py`` (same data: the same
@@ -56,7 +55,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 from scoring import (  # noqa: E402
     FRESH_ROWS,
     Outcome,
-    config_has_key,
     exit_on_sigterm,
     fmt,
     judge,
@@ -69,7 +67,6 @@ from scoring import (  # noqa: E402
 )
 
 #: The override that gives a feynman dataset its units (issue 15, deliverable 2).
-UNITS_KEY = ("dataset", "units")
 UNITS_OVERRIDE = "dataset.units=feynman"
 PEER_TOOLS = ("pyoperon", "gplearn")
 #: Seed of the fresh points (the dataset uses seed 0).
@@ -108,13 +105,6 @@ def setting_label(units: bool | None, noise: float) -> str:
     """The setting part of a cell's key (peers have no units mode: None)."""
     prefix = "" if units is None else f"units={'on' if units else 'off'} "
     return f"{prefix}noise={noise:g}"
-
-
-def units_missing_message() -> str:
-    return (f"--units on needs the sr-dist config key {'.'.join(UNITS_KEY)} (it would pass "
-            f"{UNITS_OVERRIDE}), and this checkout's config has none (`sr-dist --cfg job | grep "
-            "units` prints nothing). It arrives with the units work of issue 15; until then run "
-            "--units off.")
 
 
 def peers_missing_message(tools: Sequence[str]) -> str | None:
@@ -292,9 +282,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(why, file=sys.stderr)
         return 2
     wanted = modes(args.units)
-    if True in wanted and not config_has_key(*UNITS_KEY):
-        print(units_missing_message(), file=sys.stderr)
-        return 2
     outcomes, runs = load_outcomes(args.json)
     runs.append({"command": " ".join([Path(sys.executable).name, *sys.argv]),
                  "started": datetime.now().isoformat()})

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from bench.feynman_full import (
-    UNITS_KEY,
     judge_peer,
     main,
     markdown,
@@ -18,7 +17,7 @@ from bench.feynman_full import (
     setting_label,
 )
 from bench.peers_lib import PROBLEMS, PeerResult, gplearn_to_formula, literals_to_constants
-from bench.scoring import Outcome, config_has_key, load_outcomes, save_outcomes
+from bench.scoring import Outcome, load_outcomes, save_outcomes
 
 
 def test_problem_lists_are_the_whole_table_or_the_peers_list() -> None:
@@ -29,17 +28,6 @@ def test_problem_lists_are_the_whole_table_or_the_peers_list() -> None:
     assert resolve_problems(["I.10.7", "II.6.15b"]) == ["I.10.7", "II.6.15b"]
     with pytest.raises(SystemExit, match="unknown AI Feynman problem.*I.99.9"):
         resolve_problems(["I.10.7", "I.99.9"])
-
-
-def test_units_on_fails_clearly_while_the_config_has_no_units_key(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if config_has_key(*UNITS_KEY):
-        pytest.skip("dataset.units exists in this checkout: --units on runs")
-    path = tmp_path / "f.json"
-    assert main(["--units", "on", "--problems", "I.6.2a", "--json", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert "dataset.units" in err and "--units off" in err
-    assert not path.exists()  # nothing ran
 
 
 def test_missing_peers_fail_before_anything_runs(tmp_path: Path,
