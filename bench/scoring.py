@@ -188,16 +188,6 @@ def run_srdist(overrides: Sequence[str], budget: float, agents: int = 2) -> Sear
                      run_wall_s=float(summary.wall_s))
 
 
-def config_has_key(group: str, key: str) -> bool:
-    """Whether the composed sr-dist config (what ``sr-dist --cfg job`` prints) has
-    ``group.key``; used to fail clearly when a feature a benchmark asks for is not there."""
-    from hydra import compose, initialize_config_module
-
-    with initialize_config_module("sr_dist.conf", version_base="1.3"):
-        cfg = compose("config")
-    return key in cfg.get(group, {})
-
-
 # --- judging ----------------------------------------------------------------------------------
 
 class _CheckTimeout(BaseException):
@@ -360,7 +350,7 @@ def short(text: str | None, width: int = 70) -> str:
 
 __all__ = [
     "Answer", "CHECK_S", "FRESH_EXACT_NMSE", "FRESH_ROWS", "Outcome", "SELECT_RULE",
-    "SearchRun", "TERM_WAIT_S", "Verdict", "answer_from_table", "config_has_key",
+    "SearchRun", "TERM_WAIT_S", "Verdict", "answer_from_table",
     "exact_within", "exit_on_sigterm", "fmt",
     "judge", "load_outcomes", "median", "near_nmse", "nmse", "recovery_rel_tol", "run_srdist",
     "run_worker", "save_outcomes", "short",
