@@ -289,7 +289,12 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
         # One replica on each node (the pool's SPREAD placement), an agent on the worker too.
         while not (_has_rows(out) and cluster.on_worker("AgentActor")
                    and cluster.on_worker("EvaluatorActor") == 1):
-            assert driver.poll() is None, driver.communicate()
+            if driver.poll() is not None:  # say what was missing (pytest cuts long asserts)
+                ended_out, ended_err = driver.communicate()
+                pytest.fail(f"the run ended first: rows {_has_rows(out)}, agents on the worker "
+                            f"{cluster.on_worker('AgentActor')}, replicas there "
+                            f"{cluster.on_worker('EvaluatorActor')}\n{ended_out[-4000:]}\n"
+                            f"{ended_err[-4000:]}")
             assert time.monotonic() < deadline, "no agent and replica on the worker with rows"
             time.sleep(0.5)
         assert _kill_tree(cluster.worker) > 2  # the raylet, its workers, its agents
