@@ -405,6 +405,18 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
+def _denominator_ok(N: np.ndarray, w: np.ndarray, lhs: np.ndarray, lead: np.ndarray, s: np.ndarray) -> bool:
+    """Whether ``lead + b*s`` (``b`` from the linear fit) keeps one sign, well away from 0."""
+    A = np.column_stack([np.ones(len(lhs)), N, w])
+    try:
+        coef, *_ = np.linalg.lstsq(A, lhs, rcond=None)
+    except np.linalg.LinAlgError:
+        return False
+    den = lead + coef[-1] * s
+    return bool(np.all(np.isfinite(den)) and np.min(np.abs(den)) > 0.05 * np.max(np.abs(den))
+                and (np.all(den > 0) or np.all(den < 0)))
+
+
 def _fit_rel(V: np.ndarray, t: np.ndarray) -> float:
     fit = _linear(V, t, True)
     return np.inf if fit is None else _rel(fit, t)
@@ -527,7 +539,7 @@ def solve(names: Sequence[str], X: np.ndarray, t: np.ndarray, depth: int = 3,
         return []
     cands = _leaves(p.names, p.X, p.t, free_offset) if leaves else _variable_led(p)
     best = _best(cands, 1)
-    if depth <= 0 or p.X.shape[1] < 2 or (best and best[0].error < 1e-9):
+    if depth <= 0 or p.X.shape[1] < 2 or (leaves and best and best[0].error < 1e-9):
         return _best(cands)
     n = p.X.shape[1]
     targets: list[tuple[str, np.ndarray]] = [("id", p.t)]
@@ -602,8 +614,11 @@ def _variable_led(p: _Problem, rows: int = 200) -> list[Candidate]:
                 found = _pursuit(Z, r, 3, 3, 6)
                 best = sorted(found.items(), key=lambda kv: (kv[1] > 1e-7, len(kv[0]), kv[1]))[:1]
                 for support, err in best:
-                    # The denominator term must matter: without it the ratio is a sum / x_j.
-                    if err < 1e-6 and _fit_rel(basis.V[:, low[list(support)]] / sample.X[:, [j]], y) > 1e-4:
+                    # The denominator term must matter (without it the ratio is a sum over
+                    # x_j) and must not vanish on the sample (a removable pole, x**2-y**2 over
+                    # x-y, is a sum in disguise).
+                    if err < 1e-6 and _fit_rel(basis.V[:, low[list(support)]] / sample.X[:, [j]], y) > 1e-4 \
+                            and _denominator_ok(basis.V[:, low[list(support)]], w, lhs, sample.X[:, j], s_values):
                         numerator = total([_cx(basis.terms[int(low[i])]) for i in support])
                         denominator = binary("add", lead, _cx(s_node))
                         out.append(_near_exact(binary("div", numerator, denominator), p.t, err))
