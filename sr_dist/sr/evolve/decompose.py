@@ -177,7 +177,8 @@ def additive_test(X: np.ndarray, t: np.ndarray, group_a: Sequence[int], group_b:
 
 def _log_target(t: np.ndarray) -> np.ndarray | None:
     if np.all(t > 0) or np.all(t < 0):
-        return np.log(np.abs(t))
+        out: np.ndarray = np.log(np.abs(t))
+        return out
     return None
 
 
@@ -342,16 +343,17 @@ def _leaves(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: boo
                 fit = _linear(V, z, intercept)
                 if fit is None:
                     continue
+                A = np.column_stack([np.ones(len(z)), V]) if intercept else V
+                coef, *_ = np.linalg.lstsq(A, z, rcond=None)
                 if kind == "id" and free_offset and intercept:
                     # The part's own values: the fit without its intercept.
-                    coef, *_ = np.linalg.lstsq(np.column_stack([np.ones(len(z)), V]), z, rcond=None)
                     body = total([_cx(term) for term in terms])
                     out.append(Candidate(body, V @ coef[1:], _rel(fit, t), True))
                     continue
-                body = total([_cx(term) for term in terms] + ([const()] if intercept else []))
+                body, has_scale = _body(terms, float(coef[1 if intercept else 0]), intercept, kind)
                 with np.errstate(all="ignore"):
                     pred = value_inv(fit)
-                out.append(Candidate(tree_inv(body), pred, _rel(pred, t), scaled or intercept))
+                out.append(Candidate(tree_inv(body), pred, _rel(pred, t), has_scale))
         if kind == "id":
             leads: list[tuple[np.ndarray, Node]] = [(np.ones(len(sample.y)), num(1.0))]
             if rational_leads and len(names) > 1:
@@ -371,6 +373,21 @@ def _leaves(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: boo
             if fit is not None:
                 out.append(Candidate(_monomial(exps), fit, _rel(fit, t), True))
     return out
+
+
+def _body(terms: Sequence[Node], lead: float, intercept: bool, kind: str) -> tuple[Node, bool]:
+    """The sum a transform is inverted around, without a redundant constant, and whether the
+    inverted tree keeps a free scale. ``1/(c*x + c)`` carries its scale twice over once it
+    multiplies another part (``c*y/(c*x + c)`` fits no better than ``c*y/(x + c)`` but its
+    constants no longer snap), so inside ``1/.``, ``sqrt(.)`` and ``(.)**-0.5`` the first
+    term keeps the coefficient 1 (its sign from the fit) and the scale comes from outside;
+    inside ``exp(.)`` the intercept is the scale."""
+    if kind in ("inv", "sq", "invsq") and terms:
+        first = terms[0] if lead > 0 else unary("neg", terms[0])
+        return total([first] + [_cx(t) for t in terms[1:]] + ([const()] if intercept else [])), False
+    if kind == "log" and intercept:
+        return total([_cx(t) for t in terms]), False
+    return total([_cx(t) for t in terms] + ([const()] if intercept else [])), kind != "exp"
 
 
 def _term_values(term: Node, names: Sequence[str], X: np.ndarray) -> np.ndarray:
@@ -635,4 +652,4 @@ def decomposition_seeds(sample: Sample, variables: Sequence[str], max_rows: int 
         return []
     with np.errstate(all="ignore"):
         found = solve(tuple(variables), X, y, depth, leaves=False)
-    return [(c.error, c.tree) for c in found]
+    return [(c.error, c.tree if c.scaled else _cx(c.tree)) for c in found]

@@ -4,13 +4,15 @@ Ray, no evaluator); the library it feeds is built from the training sample alone
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import numpy as np
 import pytest
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
 from sr_dist.context import Context
+from sr_dist.formula import Node
 from sr_dist.sr.evolve.decompose import (
     additive_test,
     best_split,
@@ -113,17 +115,16 @@ def test_substitute_replaces_a_variable_by_an_expression() -> None:
     assert render(substitute(tree, "u", binary("sub", var("x0"), var("x1")))) == "(x0 - x1)*x2"
 
 
-def _fresh_nmse(tree_index: int, seeds: list[tuple[float, object]], fn: Fn, X: np.ndarray, fresh: np.ndarray) -> float:
+def _fresh_nmse(tree: Node, fn: Fn, X: np.ndarray, fresh: np.ndarray) -> float:
     """Fit the constants of one proposal on the sample (a few starts), then score it on fresh
     points: the proposal is the right structure when that NMSE is at the float64 floor."""
-    tree = seeds[tree_index][1]
-    k = count_constants(tree)  # type: ignore[arg-type]
+    k = count_constants(tree)
     y = fn(X)
     best = np.inf
     for start in (np.ones(k), np.full(k, 0.5), np.linspace(0.3, 1.7, k)):
-        fit = least_squares(lambda c: np.nan_to_num(evaluate(tree, NAMES, X, c) - y, nan=1e6), start,  # type: ignore[arg-type]
+        fit = least_squares(lambda c: np.nan_to_num(evaluate(tree, NAMES, X, c) - y, nan=1e6), start,
                             method="lm", max_nfev=4000)
-        pred = evaluate(tree, NAMES, fresh, fit.x)  # type: ignore[arg-type]
+        pred = evaluate(tree, NAMES, fresh, fit.x)
         truth = fn(fresh)
         best = min(best, float(np.mean((pred - truth) ** 2) / np.var(truth)))
     return best
@@ -145,8 +146,8 @@ def test_recursive_solve_finds_the_formula(label: str, fn: Fn) -> None:
             rows[:, 2] = rows[:, 1] * np.random.default_rng(seed).uniform(1.2, 3.0, size=len(rows))
     seeds = decomposition_seeds(Sample(X, fn(X)), NAMES)
     assert seeds, label
-    assert seeds[0][0] < 1e-6, (label, [(e, render(t)) for e, t in seeds[:3]])  # type: ignore[arg-type]
-    assert _fresh_nmse(0, seeds, fn, X, fresh) < 1e-12, (label, render(seeds[0][1]))  # type: ignore[arg-type]
+    assert seeds[0][0] < 1e-6, (label, [(e, render(t)) for e, t in seeds[:3]])
+    assert _fresh_nmse(seeds[0][1], fn, X, fresh) < 1e-12, (label, render(seeds[0][1]))
 
 
 def test_non_separable_sample_gives_no_near_exact_decomposition() -> None:
@@ -167,8 +168,6 @@ def test_decomposition_is_deterministic_and_reads_only_the_sample() -> None:
     model = EvolveModel(seed=0, batch_size=8)
     info = {"variables": list(NAMES), "sample": {"X": X.tolist(), "y": y.tolist()}}
     response = model.call(Context(info=info))
-    import json
-
     proposed = json.loads(response.tool_calls[0]["function"]["arguments"])["expressions"]
     assert first[0] in library[:3]
     assert first[0].replace(" ", "") in {p.replace(" ", "") for p in proposed}
