@@ -340,6 +340,8 @@ def _leaves(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: boo
             with np.errstate(all="ignore"):
                 V = np.column_stack([_term_values(term, names, X) for term in terms]) if len(t) > rows else basis.V[:, cols]
             for intercept in (False, True):
+                if kind != "id" and len(terms) == 1 and not intercept:
+                    continue  # sqrt(x**2), 1/(1/x): the plain sum has it, simpler
                 fit = _linear(V, z, intercept)
                 if fit is None:
                     continue

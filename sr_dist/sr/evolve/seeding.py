@@ -454,25 +454,27 @@ def seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool =
     of the variables the power law explains worst, power law times shapes of a dimensionless
     group, the other sparse models, and the data-free structures.
     """
-    library = _seed_library(variables, sample, sparse)
+    exact, rest = _seed_library(variables, sample, sparse)
     if not decompose or sample is None:
-        return library
-    return decomposition_first(library, variables, sample)
+        return exact + rest
+    return decomposition_first(exact, rest, variables, sample)
 
 
-def decomposition_first(library: Sequence[Node], variables: Sequence[str], sample: Sample) -> list[Node]:
-    """The library with the decomposition's proposals (``sr_dist.sr.evolve.decompose``)
-    after its near-exact sparse models: near-exact ones before everything else."""
+def decomposition_first(exact: Sequence[Node], rest: Sequence[Node], variables: Sequence[str],
+                        sample: Sample) -> list[Node]:
+    """The library with the decomposition's proposals (``sr_dist.sr.evolve.decompose``): its
+    near-exact ones right after the library's near-exact sparse models, the others after the
+    next eight entries."""
     from sr_dist.sr.evolve.decompose import decomposition_seeds
 
     found = decomposition_seeds(sample, variables)
     near = [tree for err, tree in found if err < 1e-6]
-    rest = [tree for err, tree in found if err >= 1e-6]
-    return near + list(library[:8]) + rest + list(library[8:])
+    loose = [tree for err, tree in found if err >= 1e-6]
+    return [*exact, *near, *rest[:8], *loose, *rest[8:]]
 
 
-def _seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool = True) -> list[Node]:
-    """The library without decomposition (see :func:`seed_library`)."""
+def _seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool = True) -> tuple[list[Node], list[Node]]:
+    """The library without decomposition (see :func:`seed_library`): (near-exact, the rest)."""
     law = power_law(sample, variables) if sample is not None else None
     exact: list[Node] = []
     loose: list[Node] = []
@@ -496,7 +498,7 @@ def _seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool 
             exact, loose = _sparse_candidates(sample, variables, outers)
     elif sparse and sample is not None:
         exact, loose = _sparse_candidates(sample, variables, [])
-    return exact + _interleave([monomials, one_var, groups, loose, two_var, _data_free(variables)])
+    return exact, _interleave([monomials, one_var, groups, loose, two_var, _data_free(variables)])
 
 
 def _rational(basis: _Basis, target: np.ndarray, s0: np.ndarray, s0_node: Node) -> list[tuple[float, Node]]:

@@ -169,5 +169,5 @@ def test_decomposition_is_deterministic_and_reads_only_the_sample() -> None:
     info = {"variables": list(NAMES), "sample": {"X": X.tolist(), "y": y.tolist()}}
     response = model.call(Context(info=info))
     proposed = json.loads(response.tool_calls[0]["function"]["arguments"])["expressions"]
-    assert first[0] in library[:3]
+    assert first[0] in library
     assert first[0].replace(" ", "") in {p.replace(" ", "") for p in proposed}
