@@ -381,10 +381,11 @@ def _body(terms: Sequence[Node], lead: float, intercept: bool, kind: str) -> tup
     """The sum a transform is inverted around, without a redundant constant, and whether the
     inverted tree keeps a free scale. ``1/(c*x + c)`` carries its scale twice over once it
     multiplies another part (``c*y/(c*x + c)`` fits no better than ``c*y/(x + c)`` but its
-    constants no longer snap), so inside ``1/.``, ``sqrt(.)`` and ``(.)**-0.5`` the first
+    constants no longer snap), so inside ``1/.``, ``sqrt(.)``, ``(.)**-0.5`` and ``log(.)`` the first
     term keeps the coefficient 1 (its sign from the fit) and the scale comes from outside;
-    inside ``exp(.)`` the intercept is the scale."""
-    if kind in ("inv", "sq", "invsq") and terms:
+    inside ``exp(.)`` the intercept is the scale; inside ``log(.)`` (``c*log(x + c)``) a
+    factor would only shift the sum's constant."""
+    if kind in ("inv", "sq", "invsq", "exp") and terms:
         first = terms[0] if lead > 0 else unary("neg", terms[0])
         return total([first] + [_cx(t) for t in terms[1:]] + ([const()] if intercept else [])), False
     if kind == "log" and intercept:
