@@ -23,7 +23,7 @@ import numpy as np
 from sr_dist.formula import Node
 from sr_dist.sr.evolve.tree import binary, const, num, product, total, unary, var
 
-__all__ = ["Sample", "PowerLaw", "sample_from_info", "power_law", "seed_library", "sparse_sums"]
+__all__ = ["Sample", "PowerLaw", "sample_from_info", "power_law", "seed_library", "sparse_sums", "decomposition_first"]
 
 
 @dataclass(frozen=True)
@@ -445,13 +445,36 @@ def _interleave(groups: Sequence[Sequence[Node]]) -> list[Node]:
     return out
 
 
-def seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool = True) -> list[Node]:
+def seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool = True,
+                 decompose: bool = True) -> list[Node]:
     """Deterministic, ordered list of starting structures (duplicates removed by the caller).
 
-    Near-exact sparse models come first; then, round-robin: power laws, power law times shapes
+    Near-exact sparse models come first, then what decomposition finds
+    (:func:`decomposition_first`); then, round-robin: power laws, power law times shapes
     of the variables the power law explains worst, power law times shapes of a dimensionless
     group, the other sparse models, and the data-free structures.
     """
+    exact, rest = _seed_library(variables, sample, sparse)
+    if not decompose or sample is None:
+        return exact + rest
+    return decomposition_first(exact, rest, variables, sample)
+
+
+def decomposition_first(exact: Sequence[Node], rest: Sequence[Node], variables: Sequence[str],
+                        sample: Sample) -> list[Node]:
+    """The library with the decomposition's proposals (``sr_dist.sr.evolve.decompose``): its
+    near-exact ones right after the library's near-exact sparse models, the others after the
+    next eight entries."""
+    from sr_dist.sr.evolve.decompose import decomposition_seeds
+
+    found = decomposition_seeds(sample, variables)
+    near = [tree for err, tree in found if err < 1e-6]
+    loose = [tree for err, tree in found if err >= 1e-6]
+    return [*exact, *near, *rest[:8], *loose, *rest[8:]]
+
+
+def _seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool = True) -> tuple[list[Node], list[Node]]:
+    """The library without decomposition (see :func:`seed_library`): (near-exact, the rest)."""
     law = power_law(sample, variables) if sample is not None else None
     exact: list[Node] = []
     loose: list[Node] = []
@@ -475,7 +498,7 @@ def seed_library(variables: Sequence[str], sample: Sample | None, sparse: bool =
             exact, loose = _sparse_candidates(sample, variables, outers)
     elif sparse and sample is not None:
         exact, loose = _sparse_candidates(sample, variables, [])
-    return exact + _interleave([monomials, one_var, groups, loose, two_var, _data_free(variables)])
+    return exact, _interleave([monomials, one_var, groups, loose, two_var, _data_free(variables)])
 
 
 def _rational(basis: _Basis, target: np.ndarray, s0: np.ndarray, s0_node: Node) -> list[tuple[float, Node]]:
