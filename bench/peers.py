@@ -55,7 +55,6 @@ import argparse
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -100,31 +99,14 @@ FINAL_MODEL_KIND = "end of fit (final model only)"
 CHECK_S = 8.0
 
 
-class _CheckTimeout(BaseException):
-    """Raised by SIGALRM inside sympy; a BaseException so no ``except Exception`` swallows it."""
-
-
 def _exact_within(seconds: float, formula: str, constants: dict[str, float], ds: Any,
                   noise: float) -> bool | None:
-    """``exact_recovery`` with a deadline: True/False, or None when sympy did not decide in time.
+    """``exact_recovery`` with a deadline (``scoring.exact_within``): True/False, or None when
+    sympy did not decide in time."""
+    from scoring import exact_within
 
-    Uses SIGALRM, so it must run in the worker's main thread (it does: one cell per process).
-    """
-    from sr_dist.sr.evolve.recovery import exact_recovery
-
-    def _expire(signum: int, frame: Any) -> None:
-        raise _CheckTimeout
-
-    previous = signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return exact_recovery(formula, constants, _truth(ds), ds.feature_names,
-                              rel_tol=recovery_rel_tol(noise))
-    except _CheckTimeout:
-        return None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return exact_within(seconds, formula, constants, _truth(ds), ds.feature_names,
+                        recovery_rel_tol(noise))
 
 
 # --- worker side ------------------------------------------------------------------------------

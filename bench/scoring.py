@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # peers_lib, as a script would find it
+from peers_lib import _json_safe, recovery_rel_tol  # noqa: E402 - one tolerance for every tool
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: sr-dist's answer: ``select_candidate`` with this rule (PySR's score on the validation front).
@@ -54,12 +57,6 @@ def near_nmse(noise: float) -> float:
     """Test NMSE below which the symbolic check is tried (a worse fit cannot be the truth, and
     sympy can take minutes on a long wrong formula); ``bench/peers.py``'s gate."""
     return max(1e-10, 10.0 * noise * noise)
-
-
-def recovery_rel_tol(noise: float) -> float:
-    """Constant-snapping tolerance: float32 fits give a few parts in 1e6 at noise 0, 1% noise on
-    7,000 rows only about 1e-4 (the values of ``bench/peers_lib.py``)."""
-    return 2e-6 if noise == 0 else 2e-3
 
 
 # --- values -----------------------------------------------------------------------------------
@@ -122,14 +119,6 @@ class Outcome:
     def from_json(cls, data: Mapping[str, Any]) -> Outcome:
         names = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in names})
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    return value
 
 
 # --- the answer -------------------------------------------------------------------------------
