@@ -1,6 +1,7 @@
 """Faults of a real multi-node cluster (issue 14, items 1 and 3): ``ray job submit`` then
 ``ray job stop`` (SIGTERM to the job's driver), and a worker node lost mid-run (its raylet and
-every process under it killed by pid), with agents and an evaluator replica on it.
+every process under it killed by pid), with agents and an evaluator replica on it (placement
+read from Ray's state API).
 
 The cluster is started with ``ray start`` on loopback (a head on 127.0.0.1 with two CPUs and
 the job server, a worker on 127.0.0.2 with one CPU: two evaluator replicas spread over both,
@@ -65,6 +66,24 @@ try:
 except (OSError, ValueError, KeyError):
     nodes = []
 print(sum(1 for n in nodes if n.get("state") == "ALIVE"))
+"""
+
+
+#: Where the cluster placed a run's actors, from Ray's state API (the process tree is not a
+#: reliable witness: a worker process is renamed ``ray::<Class>`` only once it runs the actor):
+#: the live actors of a class on the node at ``sys.argv[2]``.
+ON_NODE = """
+import json, os, sys, urllib.request
+def get(path):
+    url = f"http://127.0.0.1:{sys.argv[1]}/api/v0/{path}?limit=1000"
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["RAY_AUTH_TOKEN"]})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.load(response)["data"]["result"]["result"]
+try:
+    node = {n["node_id"] for n in get("nodes") if n.get("node_ip") == sys.argv[2] and n.get("state") == "ALIVE"}
+    print(json.dumps({cls: sum(1 for a in get("actors") if a.get("class_name") == cls and a.get("state") == "ALIVE" and a.get("node_id") in node) for cls in sys.argv[3:]}))
+except (OSError, ValueError, KeyError):
+    print("{}")
 """
 
 
@@ -169,10 +188,13 @@ class Cluster:
     def jobs(self) -> str:
         return f"http://127.0.0.1:{self.dashboard}"
 
-    def on_worker(self, title: str) -> int:
-        """Processes under the worker node whose title is ``ray::<title>...``."""
-        return sum(1 for p in _tree(self.worker)
-                   if any(part.startswith(f"ray::{title}") for part in _cmdline(p)))
+    def on_worker(self, *classes: str) -> dict[str, int]:
+        """How many live actors of each class Ray has placed on the worker node (127.0.0.2)."""
+        done = subprocess.run([*self.prefix, sys.executable, "-c", ON_NODE, str(self.dashboard),
+                               "127.0.0.2", *classes],
+                              env=_env(), capture_output=True, text=True, timeout=60)
+        placed = json.loads(done.stdout.strip() or "{}")
+        return {cls: int(placed.get(cls, 0)) for cls in classes}
 
     def close(self) -> None:
         for proc in (self.worker, self.head):
@@ -182,13 +204,6 @@ class Cluster:
             self.netns.kill()
             self.netns.wait()
         shutil.rmtree(self.temp, ignore_errors=True)
-
-
-def _cmdline(p: psutil.Process) -> list[str]:
-    try:
-        return p.cmdline()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return []
 
 
 @pytest.fixture(scope="module")
@@ -287,16 +302,16 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
     try:
         deadline = time.monotonic() + 240
         # One replica on each node (the pool's SPREAD placement), an agent on the worker too.
-        while not (_has_rows(out) and cluster.on_worker("AgentActor")
-                   and cluster.on_worker("EvaluatorActor") == 1):
+        placed: dict[str, int] = {}
+        while not (_has_rows(out) and placed.get("AgentActor", 0) >= 1
+                   and placed.get("EvaluatorActor", 0) == 1):
             if driver.poll() is not None:  # say what was missing (pytest cuts long asserts)
                 ended_out, ended_err = driver.communicate()
-                pytest.fail(f"the run ended first: rows {_has_rows(out)}, agents on the worker "
-                            f"{cluster.on_worker('AgentActor')}, replicas there "
-                            f"{cluster.on_worker('EvaluatorActor')}\n{ended_out[-4000:]}\n"
-                            f"{ended_err[-4000:]}")
-            assert time.monotonic() < deadline, "no agent and replica on the worker with rows"
+                pytest.fail(f"the run ended first: rows {_has_rows(out)}, on the worker "
+                            f"{placed}\n{ended_out[-4000:]}\n{ended_err[-4000:]}")
+            assert time.monotonic() < deadline, f"no agent and replica on the worker: {placed}"
             time.sleep(0.5)
+            placed = cluster.on_worker("AgentActor", "EvaluatorActor")
         assert _kill_tree(cluster.worker) > 2  # the raylet, its workers, its agents
         stdout, stderr = driver.communicate(timeout=300)
     finally:
