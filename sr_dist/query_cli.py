@@ -1,7 +1,8 @@
 """``sr-dist-query PATH``: print a results root's runs, one run's Pareto front, or any SQL.
 
     sr-dist-query results                       # the runs
-    sr-dist-query results --run RUN_ID          # that run's Pareto front (complexity vs val NMSE)
+    sr-dist-query results --run RUN_ID          # that run's Pareto front (complexity vs val NMSE,
+                                                # each formula beside its simplified form)
     sr-dist-query results --sql "SELECT ..."    # DuckDB SQL over views `candidates` and `runs`
     sr-dist-query results --score               # LLM-SRBench metrics of every run's best formula
     sr-dist-query results --score RUN_ID --tau 0.1 0.01 --split test
@@ -37,8 +38,8 @@ RUN_COLUMNS: tuple[str, ...] = (
     "candidates", "best_val_nmse", "best_test_nmse", "best_complexity", "best_expression",
 )
 FRONT_COLUMNS: tuple[str, ...] = (
-    "complexity", "train_nmse", "val_nmse", "test_nmse", "r2", "expression", "constants",
-    "agent_id", "step", "candidate_id",
+    "complexity", "train_nmse", "val_nmse", "test_nmse", "r2", "expression", "simplified",
+    "constants", "agent_id", "step", "candidate_id",
 )
 SCORE_COLUMNS: tuple[str, ...] = (
     "run_id", "dataset", "split", "n", "nmse", "r2", "expression", "constants", "candidate_id",
@@ -215,8 +216,25 @@ def _front(con: duckdb.DuckDBPyConnection, run_id: str, metric: str,
     rows = con.sql(
         "SELECT * FROM candidates WHERE run_id = $1 AND status = 'ok'", params=[run_id]
     ).to_arrow_table()
-    front = pareto_front(rows, metric=metric).select(list(FRONT_COLUMNS))
+    stored = [c for c in FRONT_COLUMNS if c != "simplified"]  # computed by _simplified_front
+    front = pareto_front(rows, metric=metric).select(stored)
     return front if limit is None else front.slice(0, limit)
+
+
+def _simplified_front(path: str, run_id: str, front: pa.Table) -> pa.Table:
+    """The front with a ``simplified`` column, checked on the run's validation split (the
+    dataset rebuilt from the run's config; a note on stderr and an empty column if it cannot
+    be)."""
+    from sr_dist.results import ScoreError, run_dataset
+    from sr_dist.results.simplified import with_simplified
+
+    dataset = None
+    if front.num_rows:
+        try:
+            dataset = run_dataset(path, run_id)
+        except ScoreError as exc:
+            print(f"{PROG}: note: no simplified forms: {exc}", file=sys.stderr)
+    return with_simplified(front, dataset)
 
 
 def _sql(con: duckdb.DuckDBPyConnection, sql: str, limit: int | None) -> pa.Table | None:
@@ -285,7 +303,8 @@ def run(argv: Sequence[str] | None, out: TextIO) -> int:
             if table is None:
                 return 0
         elif args.run is not None:
-            table = _front(con, args.run, args.metric, args.limit)
+            table = _simplified_front(args.path, args.run,
+                                      _front(con, args.run, args.metric, args.limit))
         else:
             table = _runs(con, args.limit)
     finally:

@@ -400,7 +400,7 @@ def _from_sympy(expr: Any, variables: frozenset[str]) -> Node:  # noqa: C901, PL
         negative = bool(coeff < 0)
         coeff = -coeff if negative else coeff
         if isinstance(coeff, sympy.Rational) and not isinstance(coeff, sympy.Integer):
-            if _short(float(coeff)):
+            if coeff.p != 1 and _short(float(coeff)):  # 2.5*x, but x/4 and 2*x/3
                 top.append(_num(float(coeff)))
             else:
                 if coeff.p != 1:

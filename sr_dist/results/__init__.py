@@ -10,6 +10,7 @@ from sr_dist.results.metrics import (
     RunScore,
     ScoreError,
     regression_metrics,
+    run_dataset,
     score_run,
 )
 from sr_dist.results.query import (
@@ -57,6 +58,7 @@ __all__ = [
     "RunScore",
     "ScoreError",
     "regression_metrics",
+    "run_dataset",
     "score_run",
     "CANDIDATE_SCHEMA",
     "OK_STATUS",

@@ -142,6 +142,18 @@ def _dataset_args(config_text: str | None) -> dict[str, Any]:
     return args
 
 
+def run_dataset(path: str | os.PathLike[str], run_id: str) -> Any:
+    """The dataset of ``run_id``, rebuilt from its runs row's config; :class:`ScoreError` with
+    the reason when it cannot be (no such run, no config, the data moved)."""
+    record = read_run(path, run_id)
+    if record is None:
+        raise ScoreError(f"no run {run_id!r} under {os.fspath(path)}")
+    try:
+        return load_dataset(**_dataset_args(record.config))
+    except DatasetError as exc:
+        raise ScoreError(f"the run's dataset cannot be rebuilt: {exc}") from exc
+
+
 def score_run(path: str | os.PathLike[str], run_id: str, *, candidate_id: str | None = None,
               split: str = "test", taus: Sequence[float] = DEFAULT_TAUS,
               dataset: Any | None = None, select: str = "best") -> RunScore:

@@ -185,6 +185,10 @@ class ProgressReporter:
             self._drawn = 0
 
 
+#: Widest simplified form in a Pareto table before it is cut short.
+SIMPLIFIED_WIDTH = 40
+
+
 def _constants_text(constants: str | None, digits: int = 6) -> str:
     if not constants:
         return ""
@@ -202,20 +206,26 @@ def _constants_text(constants: str | None, digits: int = 6) -> str:
 
 def format_pareto(rows: Sequence[Mapping[str, Any]], metric: str = "val_nmse",
                   width: int = 70) -> str:
-    """A Pareto front (rows sorted by complexity) as a fixed-width table."""
+    """A Pareto front (rows sorted by complexity) as a fixed-width table; rows that carry a
+    ``simplified`` form show it in its own column, beside the fitted formula."""
     if not rows:
         return "(no successfully fitted candidates)"
-    header = f"{'complexity':>10}  {metric:>10}  {'test_nmse':>10}  formula"
+    simplified = [str(r.get("simplified") or "-") for r in rows]
+    show = any("simplified" in r for r in rows)
+    column = min(max(len("simplified"), *map(len, simplified)), SIMPLIFIED_WIDTH) if show else 0
+    middle = f"{'simplified':<{column}}  " if show else ""
+    header = f"{'complexity':>10}  {metric:>10}  {'test_nmse':>10}  {middle}formula"
     lines = [header, "-" * len(header)]
-    for row in rows:
+    for row, simple in zip(rows, simplified):
         value = row.get(metric)
         test = row.get("test_nmse")
         formula = str(row.get("expression")) + _constants_text(row.get("constants"), 4)
+        cell = f"{_short(simple, column):<{column}}  " if show else ""
         lines.append(
             f"{row.get('complexity', '-')!s:>10}  "
             f"{'-' if value is None else format(float(value), '.4g'):>10}  "
             f"{'-' if test is None else format(float(test), '.4g'):>10}  "
-            f"{_short(formula, width)}"
+            f"{cell}{_short(formula, width)}"
         )
     return "\n".join(lines)
 

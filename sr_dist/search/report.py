@@ -15,11 +15,14 @@ import pyarrow as pa
 
 from sr_dist.agent import StopReason
 from sr_dist.candidate import Candidate
+from sr_dist.formula import Simplified
 from sr_dist.results import constants_json, select_candidate
+from sr_dist.results.simplified import simplify_entries, simplify_entry
 from sr_dist.search.progress import format_constants, format_pareto
 from sr_dist.sr.evolve.recovery import exact_recovery
 
-__all__ = ["RECOVERY_NMSE", "best_candidate", "parsimony_lines", "print_report"]
+__all__ = ["RECOVERY_NMSE", "best_candidate", "parsimony_lines", "print_report",
+           "simplified_line"]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,48 @@ def best_candidate(row: Mapping[str, Any] | None, dataset: Any) -> Candidate | N
     return cand.with_recovered(recovered)
 
 
-def parsimony_lines(front: list[dict[str, Any]], best: Candidate | None) -> list[str]:
+def simplified_line(form: Simplified | None) -> list[str]:
+    """``   simplified: q*(Ef + B*v*sin(theta))  (val NMSE 0; c0=1 -> 1, dropped c2=6.2e-08)``
+    when the simplified form says more than the fitted one; nothing otherwise."""
+    if form is None or not form.changed:
+        return []
+    return [f"   simplified: {form.expression}  (val NMSE {form.nmse:.4g}; {', '.join(form.steps)})"]
+
+
+def _with_simplified(rows: list[dict[str, Any]], dataset: Any
+                     ) -> tuple[list[dict[str, Any]], dict[str, Simplified]]:
+    """The front rows with their ``simplified`` text (checked on the validation split), and
+    the simplified forms by candidate id."""
+    if dataset is None or not rows:
+        return rows, {}
+    try:
+        found = simplify_entries(rows, dataset)
+    except Exception:  # noqa: BLE001 - a nicety of the report, never a reason to fail
+        log.debug("simplifying the front failed", exc_info=True)
+        return rows, {}
+    shown = [{**row, "simplified": form.expression if math.isfinite(form.raw_nmse) else None}
+             for row, form in zip(rows, found)]
+    forms = {str(row["candidate_id"]): form for row, form in zip(rows, found)
+             if row.get("candidate_id")}
+    return shown, forms
+
+
+def _form_of(forms: Mapping[str, Simplified], cand: Any, dataset: Any) -> Simplified | None:
+    """The simplified form of ``cand`` (a front row's if it is on the front)."""
+    if dataset is None or cand is None:
+        return None
+    row = cand if isinstance(cand, Mapping) else cand.to_dict()
+    if row.get("candidate_id") in forms:
+        return forms[row["candidate_id"]]
+    try:
+        return simplify_entry(str(row.get("expression")), row.get("constants"), dataset)
+    except Exception:  # noqa: BLE001 - a nicety of the report, never a reason to fail
+        log.debug("simplifying %s failed", row.get("expression"), exc_info=True)
+        return None
+
+
+def parsimony_lines(front: list[dict[str, Any]], best: Candidate | None, dataset: Any = None,
+                    forms: Mapping[str, Simplified] | None = None) -> list[str]:
     """The ``parsimony`` pick when it is not the lowest-NMSE formula (on noisy data it is
     usually the law, and the best is a longer formula fitting the noise)."""
     if not front or best is None:
@@ -67,7 +111,7 @@ def parsimony_lines(front: list[dict[str, Any]], best: Candidate | None) -> list
                  "level, `sr-dist-query --score --select parsimony`)"]
     if pick.get("constants"):
         lines.append(f"   constants: {format_constants(pick['constants'])}")
-    return lines
+    return lines + simplified_line(_form_of(forms or {}, pick, dataset))
 
 
 def _ms(seconds: Any) -> str:
@@ -132,8 +176,11 @@ def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any) -> None
         except Exception as exc:  # noqa: BLE001
             rows = []
             lines.append(f"(could not read the Pareto front: {exc})")
+        rows, forms = _with_simplified(rows, dataset)
         lines += ["", "Pareto front (complexity vs validation NMSE):", format_pareto(rows)]
-        lines += parsimony_lines(rows, summary.best)
+        lines += parsimony_lines(rows, summary.best, dataset, forms)
+    else:
+        forms = {}
     lines.append("")
     top = summary.best
     if top is None:
@@ -142,6 +189,7 @@ def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any) -> None
         lines.append(f"best formula: {top.expression}")
         if top.constants:
             lines.append(f"   constants: {format_constants(constants_json(top.constants))}")
+        lines += simplified_line(_form_of(forms, top, dataset))
         val = "-" if top.val_nmse is None else f"{top.val_nmse:.4g}"
         test = "-" if top.test_nmse is None else f"{top.test_nmse:.4g}"
         lines.append(f"   val NMSE {val}, test NMSE {test}, complexity {top.complexity}")

@@ -11,6 +11,7 @@ episode's :class:`~sr_dist.sr.state.CandidateArchive` and its
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import numpy as np
 
 from sr_dist.candidate import RECORD_FIELDS as RESULT_FIELDS
 from sr_dist.candidate import Candidate, best_of, fitness, rank_key
+from sr_dist.results.simplified import simplify_entries
 from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
 from sr_dist.sr.dimensional import with_dimensions
 from sr_dist.sr.state import Submission
@@ -56,6 +58,9 @@ log = logging.getLogger(__name__)
 FORMULA_TOOLS: tuple[str, ...] = ("evaluate_formulas", "data_summary", "best_formulas", "submit_formula")
 #: Longest rationale kept from ``submit_formula``.
 MAX_RATIONALE_CHARS = 2000
+#: Seconds ``best_formulas`` may spend on simplified forms per call (entries are cached, so
+#: a repeated listing costs nothing; entries past the budget show their raw form).
+SIMPLIFY_BUDGET_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -365,7 +370,8 @@ class BestFormulas(_FormulaTool):
 
     def execute(self, k: int = 5) -> dict[str, Any]:  # type: ignore[override]
         """The best formulas evaluated so far: the Pareto front of complexity against
-        validation NMSE (each formula is more accurate than every simpler one).
+        validation NMSE (each formula is more accurate than every simpler one), each with its
+        simplified form (constants written in, snapped to closed forms where that fits as well).
 
         Args:
             k: How many formulas to list (1 to 50); the most accurate ones are kept.
@@ -376,8 +382,12 @@ class BestFormulas(_FormulaTool):
         front = archive.front()
         kept = sorted(front, key=rank_key)[:k]
         kept.sort(key=lambda c: (c.complexity or 0, fitness(c)))
+        entries = [c.brief() for c in kept]
+        simplified = simplify_entries(entries, self.context.dataset, budget_s=SIMPLIFY_BUDGET_S)
+        for entry, form in zip(entries, simplified):
+            entry["simplified"] = form.expression if math.isfinite(form.raw_nmse) else None
         return {
-            "front": [c.brief() for c in kept],
+            "front": entries,
             "front_size": len(front),
             "evaluated": len(archive),
         }
@@ -391,9 +401,12 @@ class BestFormulas(_FormulaTool):
             "evaluated), simplest first:"
         ]
         for cand in front:
+            simpler = (f"  simplified: {cand['simplified']}"
+                       if cand.get("simplified") not in (None, cand["expression"]) else "")
             lines.append(
                 f"  complexity={cand['complexity']} val_nmse={format_nmse(cand['val_nmse'])} "
                 f"{cand['expression']}{_constants_text(cand['constants'])}{units_note(cand)}"
+                f"{simpler}"
             )
         return "\n".join(lines)
 

@@ -155,7 +155,7 @@ def _scorable_root(tmp_path: Path) -> tuple[Path, str]:
     with CandidateWriter(root, run_id, "feynman:I.12.2", "evolve", background=False) as w:
         best = candidate_row({"expression": "c0*q1*q2/(epsilon*r**2)",
                               "constants": {"c0": 1 / (4 * math.pi)}, "status": "ok",
-                              "val_nmse": 1e-14, "test_nmse": 1e-14},
+                              "val_nmse": 1e-14, "test_nmse": 1e-14, "complexity": 10},
                              run_id, 0, 0, 0, "evolve", "feynman:I.12.2")
         w.add([best])
     write_run(root, RunRecord(run_id=run_id, dataset="feynman:I.12.2", model="evolve",
@@ -188,3 +188,20 @@ def test_score_every_run_notes_the_ones_it_cannot_score(capsys, tmp_path, root):
     assert code == 2 and "dataset section" in err and len(err.strip().splitlines()) == 1
     code, _, err = _run(capsys, str(scorable), "--score", run_id, "--tau", "-1")
     assert code == 2 and "--tau" in err
+
+
+def test_run_shows_each_front_formula_beside_its_simplified_form(capsys, tmp_path, root):
+    scorable, run_id = _scorable_root(tmp_path)
+    code, out, err = _run(capsys, str(scorable), "--run", run_id, "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["expression"] == "c0*q1*q2/(epsilon*r**2)"
+    assert row["simplified"] == "q1*q2/(4*pi*epsilon*r**2)"
+    code, out, _ = _run(capsys, str(scorable), "--run", run_id)
+    header = out.splitlines()[0].split()
+    assert header.index("simplified") == header.index("expression") + 1
+    assert "q1*q2/(4*pi*epsilon*r**2)" in out
+    # a run whose dataset cannot be rebuilt still lists its front, with a note
+    code, out, err = _run(capsys, str(root), "--run", "run-a", "--format", "json")
+    assert code == 0 and all(r["simplified"] is None for r in json.loads(out))
+    assert "no simplified forms" in err and "dataset section" in err

@@ -76,3 +76,48 @@ def test_pool_lines_without_waits_or_stats() -> None:
         row["queue_wait"] = {}
     assert pool_lines(stats)[1] == ("  replica 0 (node ?): 1,200 fits, 30 cache hits, 40 batches, "
                                     "queue p99 -")
+
+
+# --- simplified forms beside the fitted ones -------------------------------------------------
+
+def _feynman_front() -> tuple[list[dict[str, object]], object]:
+    from sr_dist.data import load_dataset
+
+    dataset = load_dataset("feynman:I.12.11", n=300, seed=0)
+    f = dataset.X_train[:, 0] * dataset.X_train[:, 1]  # q*Ef, least squares on the train split
+    c0 = float(f @ dataset.y_train / (f @ f))
+    raw = {"candidate_id": "r:0:2:0", "expression": "q*(c0*Ef + c1*B*v*sin(theta) + c2)",
+           "complexity": 13, "val_nmse": 1e-15, "test_nmse": 1e-15, "status": "ok",
+           "constants": '{"c0": 1.0000000003, "c1": 0.9999999996, "c2": 6.2e-08}'}
+    rough = {"candidate_id": "r:0:1:0", "expression": "c0*q*Ef", "complexity": 5,
+             "val_nmse": 0.5, "test_nmse": 0.5, "status": "ok", "constants": f'{{"c0": {c0!r}}}'}
+    return [rough, raw], dataset
+
+
+def test_the_front_and_the_best_formula_show_the_simplified_form() -> None:
+    from sr_dist.search.progress import format_pareto
+    from sr_dist.search.report import _with_simplified, simplified_line
+
+    rows, dataset = _feynman_front()
+    shown, forms = _with_simplified(rows, dataset)
+    table = format_pareto(shown).splitlines()
+    assert table[0].split() == ["complexity", "val_nmse", "test_nmse", "simplified", "formula"]
+    assert table[3].split()[3:6] == ["q*(Ef", "+", "B*v*sin(theta))"]
+    assert "q*(c0*Ef + c1*B*v*sin(theta) + c2)" in table[3]  # the fitted form beside it
+    best = _best(rows[1])
+    (line,) = simplified_line(forms[str(best.candidate_id)])
+    assert line.startswith("   simplified: q*(Ef + B*v*sin(theta))  (val NMSE 0; ")
+    assert "dropped c2=6.2e-08" in line
+    # a rough fit keeps its term; its constant is rounded to the digits the fit supports
+    rough = forms["r:0:1:0"]
+    assert rough.changed and shown[0]["simplified"] == rough.expression
+    assert rough.expression.endswith("*q*Ef") and len(rough.expression) < 12, rough
+
+
+def test_without_a_dataset_the_table_is_as_before() -> None:
+    from sr_dist.search.progress import format_pareto
+    from sr_dist.search.report import _with_simplified
+
+    rows, _ = _feynman_front()
+    shown, forms = _with_simplified(rows, None)
+    assert forms == {} and "simplified" not in format_pareto(shown)

@@ -171,6 +171,10 @@ def test_best_formulas_is_the_pareto_front(agent_dataset: Dataset, agent_evaluat
     assert front[-1]["expression"] == "c*x0*x1"
     assert "c*x0*x1 + d" not in [c["expression"] for c in front]  # more complex, no better
     assert result.result["evaluated"] == 5
+    # the exact law c*x0*x1 (c = 2.5) reads as it is written in the truth
+    assert front[-1]["simplified"] == "2.5*x0*x1"
+    assert all(isinstance(c["simplified"], str) for c in front)
+    assert "c*x0*x1 [c=2.5]  simplified: 2.5*x0*x1" in result.result_str
     one = catalog.invoke(ToolCall("best_formulas", {"k": 1}))
     assert [c["expression"] for c in one.result["front"]] == ["c*x0*x1"]
     bad = catalog.invoke(ToolCall("best_formulas", {"k": 0}))
