@@ -9,6 +9,9 @@ presets in YAML.
 writing into the same ``results.path`` and sharing the local Ray cluster the first one started
 (a run whose ``ray`` settings differ starts a new one).
 
+Quiet by default: the console shows sr-dist's own lines, Ray's and JAX's go to the job log
+under the results path; ``sr-dist --verbose`` (or ``hydra.verbose=true``) shows them too.
+
 Exit status: 0 when the run searched (stopping on a budget included), 1 when it failed or every
 agent failed, 2 for a configuration error, 128+N after signal N (130 for Ctrl-C). In a sweep the
 worst status wins, and an interrupt stops the sweep.
@@ -90,8 +93,25 @@ def _run(cfg: DictConfig) -> None:
         sys.exit(code)
 
 
+def _take_verbose(argv: list[str]) -> bool:
+    """Remove ``--verbose``/``-v`` from ``argv`` (Hydra does not know them); whether one was
+    there."""
+    found = [a for a in argv[1:] if a in ("--verbose", "-v")]
+    argv[1:] = [a for a in argv[1:] if a not in ("--verbose", "-v")]
+    return bool(found)
+
+
 def main() -> None:
-    """Console entry point."""
+    """Console entry point. ``--verbose`` shows Ray's and JAX's lines on the console too (by
+    default they go to the job log, sr_dist/search/quiet.py)."""
+    import logging
+    import os
+
+    from sr_dist.search.quiet import VERBOSE_ENV
+
+    if _take_verbose(sys.argv):
+        os.environ[VERBOSE_ENV] = "1"
+    logging.captureWarnings(True)  # Python warnings become records: the job log, not stderr
     _run()
     sys.exit(_exit_code)
 

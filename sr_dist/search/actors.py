@@ -41,6 +41,7 @@ import ray
 
 from sr_dist.search.pool import canonical_key
 from sr_dist.search.progress import RunTally, TallySnapshot
+from sr_dist.search.quiet import setup_actor_logging
 from sr_dist.search.sink import WriterSink
 
 if TYPE_CHECKING:  # the settings module imports Hydra, which agent processes do not need
@@ -76,6 +77,7 @@ class DatasetHolder:
     """
 
     def __init__(self, dataset: Any) -> None:
+        setup_actor_logging()
         self._dataset = dataset
 
     def get(self) -> Any:
@@ -112,6 +114,7 @@ class EvaluatorActor:
     """The shared evaluator (see the module docstring)."""
 
     def __init__(self, dataset: Any, settings: EvaluatorSettings, replica: int = 0) -> None:
+        setup_actor_logging()
         from sr_dist.search.pool_plan import replica_cores
 
         dataset = fetch_dataset(dataset)
@@ -199,6 +202,7 @@ class ResultWriter:
                  max_rows: int = 50_000) -> None:
         from sr_dist.results import CandidateWriter
 
+        setup_actor_logging()
         self._writer = CandidateWriter(Path(path), run_id, dataset, model, flush_s=flush_s,
                                        max_rows=max_rows, roll_files=roll_files, roll_s=roll_s,
                                        target_file_mb=target_file_mb, compact=compact)
@@ -303,6 +307,7 @@ class AgentActor:
                  writer: Any, max_in_flight: int = 4) -> None:
         from sr_dist.search.pool import EvaluatorPool
 
+        setup_actor_logging()
         dataset = fetch_dataset(dataset)
         self._dataset = dataset
         self._pool = EvaluatorPool(evaluators, dataset.feature_names)

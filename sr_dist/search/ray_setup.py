@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+from sr_dist.search import quiet
 from sr_dist.search.errors import SearchError
 from sr_dist.search.settings import Settings
 
@@ -73,11 +74,18 @@ def init_ray(settings: Settings) -> bool:
             kwargs["num_cpus"] = settings.ray.num_cpus
     else:
         kwargs["address"] = settings.ray.address
+    loud = quiet.verbose()
+    if not loud:  # Ray's and JAX's lines go to the job log (sr_dist/search/quiet.py)
+        quiet.route_ray_logging()
     try:
-        ray.init(**kwargs)
+        with quiet.native_stderr_to(None if loud else quiet.log_file()):
+            ray.init(**kwargs)
     except Exception as exc:  # noqa: BLE001 - a clear message instead of a Ray traceback
         where = settings.ray.address or "a new local cluster"
         raise SearchError(f"could not start Ray ({where}): {type(exc).__name__}: {exc}") from exc
+    if not loud and not quiet.route_worker_output():
+        log.debug("Ray's printer of the actors' output is not where sr-dist expects it; the "
+                  "actors' lines go to the console unfiltered")
     return True
 
 
