@@ -7,13 +7,14 @@ turns that into ``q*(Ef + B*v*sin(theta))``. The rules, in order:
 
 1. **Write the numbers in** and tidy the tree (``x*1 -> x``, ``x + 0 -> x``, ``0*x -> 0``,
    ``x**1 -> x``, ``-(-x) -> x``, literal arithmetic whose result is short).
-2. **Snap each constant**, trying for it, simplest first: ``0`` (the term is dropped), an
-   integer, a rational ``p/q`` with ``q <= 12``, ``p/q`` times ``pi``, ``1/pi`` or ``e``
-   (``2*pi``, ``pi/2``, ``1/(4*pi)``), all within a relative distance of
-   :data:`SNAP_WINDOW` of the fitted value, and then the value rounded to 1, 2, ... 12
-   significant digits. All constants' nearest closed forms are tried jointly first (so a pair
-   such as ``c0*x/c1`` that only fits when both snap is found), then each remaining constant
-   greedily, in order of first appearance.
+2. **Snap each constant**: to ``0`` (the term is dropped) if that fits, else to the shortest
+   text that fits among an integer, a rational ``p/q`` with ``q <= 12``, ``p/q`` times ``pi``,
+   ``1/pi`` or ``e`` (``2*pi``, ``pi/2``, ``1/(4*pi)``), each tried only within a relative
+   distance of :data:`SNAP_WINDOW` of the fitted value, and the value rounded to 1, 2, ... 12
+   significant digits (nearest first among equally short ones: on an exact fit ``pi`` wins over
+   ``3.1``, which does not fit; on a noisy one ``3.72`` wins over ``26/7``). The nearest closed
+   forms of all constants are tried jointly first (so a pair such as ``c0*x/c1`` that only
+   fits when both snap is found), then each constant greedily, in order of first appearance.
 3. **sympy** (with a hard deadline): the tree as sympy builds it (like terms combined), then
    ``factor_terms``, ``cancel``, ``together`` and ``powsimp``; the form with the fewest nodes
    wins if it has fewer nodes than the current one. Then a second snap pass over the numbers
@@ -293,12 +294,14 @@ def _rounded(value: float) -> Iterator[_Closed]:
 
 
 def _alternatives(value: float, allowed: frozenset[str], digits: bool) -> Iterator[_Closed]:
+    """What a constant may become, simplest first: 0, then the closed forms and (when
+    ``digits``) the roundings, shortest text first, nearest first among equally short ones."""
     yield _Closed(_num(0.0), 0.0, "0")
-    closed = _closed_forms(value, allowed)
-    yield from closed
+    forms = _closed_forms(value, allowed)
     if digits:
-        taken = {c.value for c in closed}
-        yield from (r for r in _rounded(value) if r.value not in taken)
+        taken = {c.value for c in forms}
+        forms += [r for r in _rounded(value) if r.value not in taken]
+    yield from sorted(forms, key=lambda c: (len(c.text), abs(c.value - value)))
 
 
 # --------------------------------------------------------------------------- the NMSE check
@@ -657,7 +660,7 @@ def simplify_formula(  # noqa: C901, PLR0911, PLR0912
     allowed = frozenset(n for n in NAMED_NUMBERS if n not in names)
     search = _Search(rows, raw_nmse, rel_tol, deadline, allowed)
     tidy_raw = _tidy(formula.tree)  # 1*x, x+0 written by the model itself
-    tree = search.snap(tidy_raw, values, lambda n: n, digits=False)
+    tree = search.snap(tidy_raw, values, lambda n: n, digits=True)
     if search.fits(tree) is None:  # a snap that only fitted before tidying: keep the raw form
         tree, search.steps = raw_tree, ["kept the fitted constants (no snap fitted)"]
     if not search.late():

@@ -114,6 +114,17 @@ def test_a_small_constant_on_a_term_that_matters_is_kept() -> None:
     assert not result.changed  # writing the numbers in is not a simplification
 
 
+def test_a_noisy_constant_is_written_with_the_digits_the_data_support() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.5, 3.0, (400, 2))
+    y = 3.7183 * X[:, 0] + np.sin(X[:, 1]) + rng.normal(0, 0.3, len(X))
+    fitted = float(X[:, 0] @ (y - np.sin(X[:, 1])) / (X[:, 0] @ X[:, 0]))  # least squares
+    result = simplify_formula("c0*x0 + sin(x1)", [fitted], X, y, ("x0", "x1"))
+    # not 26/7 (within 0.1% of it, but longer to read than the rounding that fits as well)
+    assert result.expression == "3.72*x0 + sin(x1)"
+    assert result.steps == (f"c0={fitted:.12g} -> 3.72",)
+
+
 BAD: list[tuple[str, Sequence[float], np.ndarray, np.ndarray, str]] = [
     ("x0*(", [], X2, X2[:, 0], "does not parse"),
     ("c0*x0", [], X2, X2[:, 0], "1 constants (c0) but 0 values"),
