@@ -16,8 +16,8 @@ turns that into ``q*(Ef + B*v*sin(theta))``. The rules, in order:
    forms of all constants are tried jointly first (so a pair such as ``c0*x/c1`` that only
    fits when both snap is found), then each constant greedily, in order of first appearance.
 3. **sympy** (with a hard deadline): the tree as sympy builds it (like terms combined), then
-   ``factor_terms``, ``cancel``, ``together`` and ``powsimp``; the form with the fewest nodes
-   wins if it has fewer nodes than the current one. Then a second snap pass over the numbers
+   ``factor_terms``, ``powsimp``, ``together``, ``cancel`` and ``factor``; the shortest form
+   that fits wins if it is shorter than the current one. Then a second snap pass over the numbers
    sympy produced (``0.333333 + 0.666667 -> 1``).
 
 **The tolerance.** A change is kept only if the NMSE of the new form on the rows given (the
@@ -35,8 +35,9 @@ on a 200-node formula, and a call here happens for every Pareto entry of every r
 process could be killed at the deadline, but each one pays sympy's import (0.3-0.6 s measured on
 2 cores) and forking a Ray worker is unsafe. So only bounded rewrites are used (no ``simplify``,
 no ``trigsimp``, no ``expand``), each on a formula of at most ``MAX_NODES`` nodes, and they run
-in a daemon thread that the caller stops waiting for at the deadline: a slow pass costs at
-worst some background CPU, never the run, and its result is dropped.
+in a daemon thread that the caller stops waiting for at the deadline, cheapest first: the forms
+done by then are used, a slow pass costs at worst some background CPU, never the run, and its
+result is dropped.
 
 :func:`simplify_formula` never raises on a bad formula or bad data: it returns the raw form with
 ``changed=False`` and a step saying why.
@@ -433,38 +434,43 @@ def _from_sympy(expr: Any, variables: frozenset[str]) -> Node:  # noqa: C901, PL
     raise _Unsupported(f"sympy {name} has no counterpart in the formula language")
 
 
-def _sympy_candidates(tree: Node, variables: frozenset[str]) -> list[Node]:
-    """The tree as sympy builds it, then after each bounded rewrite (see the module docstring)."""
+def _sympy_candidates(tree: Node, variables: frozenset[str], out: list[Node]) -> None:
+    """Append the tree as sympy builds it, then its form after each bounded rewrite (cheapest
+    first, so a deadline cuts off the dearest; see the module docstring), to ``out``."""
     import sympy
 
     expr = to_sympy(tree)
     passes: tuple[Callable[[Any], Any], ...] = (
-        lambda e: e, sympy.factor_terms, sympy.cancel, sympy.together, sympy.powsimp,
+        lambda e: e, sympy.factor_terms, sympy.powsimp, sympy.together, sympy.cancel,
+        sympy.factor,
     )
-    out: list[Node] = []
     for rewrite in passes:
         try:
             out.append(_from_sympy(rewrite(expr), variables))
         except (_Unsupported, TypeError, ValueError, AttributeError, RecursionError,
                 ZeroDivisionError, sympy.PolynomialError):
             continue
-    return out
 
 
-def _with_deadline(fn: Callable[[], list[Node]], seconds: float) -> list[Node] | None:
-    """``fn()`` in a daemon thread; None when it is not done within ``seconds`` or failed."""
-    box: list[list[Node]] = []
+def _with_deadline(fn: Callable[[list[Node]], None], seconds: float) -> tuple[list[Node], bool]:
+    """Run ``fn(out)`` in a daemon thread for at most ``seconds``: what it appended by then,
+    and whether it finished (a pass still running is left to finish in the background; its
+    result is dropped)."""
+    out: list[Node] = []
+    done = threading.Event()
 
     def work() -> None:
         try:
-            box.append(fn())
-        except Exception:  # noqa: BLE001 - any sympy failure just means no sympy step
+            fn(out)
+        except Exception:  # noqa: BLE001 - any sympy failure just means fewer sympy forms
             pass
+        finally:
+            done.set()
 
     worker = threading.Thread(target=work, name="sr-dist-simplify", daemon=True)
     worker.start()
-    worker.join(max(seconds, 0.0))
-    return box[0] if box else None
+    finished = done.wait(max(seconds, 0.0))
+    return list(out), finished
 
 
 def sympy_expression(simplified_expression: str, variables: Sequence[str]) -> sympy.Expr:
@@ -665,11 +671,11 @@ def simplify_formula(  # noqa: C901, PLR0911, PLR0912
         tree, search.steps = raw_tree, ["kept the fitted constants (no snap fitted)"]
     if not search.late():
         remaining = deadline - time.monotonic()
-        found = _with_deadline(lambda: _sympy_candidates(tree, frozenset(names)), remaining)
-        if found is None:
-            search.steps.append("sympy step skipped: deadline reached")
-        else:
-            tree = _pick_sympy(search, tree, found)
+        found, finished = _with_deadline(
+            lambda out: _sympy_candidates(tree, frozenset(names), out), remaining)
+        if not finished:
+            search.steps.append("sympy step cut short: deadline reached")
+        tree = _pick_sympy(search, tree, found)
     if not search.late():
         tree = search.resnap(tree, digits=True)
     # The text is what callers get: check that it reads back and fits, else fall back.

@@ -163,3 +163,25 @@ def test_a_variable_named_pi_is_not_the_number() -> None:
 
 def test_the_floor_is_the_nmse_resolution() -> None:
     assert SIMPLIFY_ABS_TOL == NMSE_RESOLUTION
+
+
+def test_a_hanging_sympy_pass_is_left_behind_at_the_deadline() -> None:
+    import threading
+
+    from sr_dist.formula.nodes import Node
+    from sr_dist.formula.simplify import _with_deadline
+
+    release = threading.Event()
+    first = Node("var", (), None, "x0")
+
+    def passes(out: list[Node]) -> None:
+        out.append(first)  # the cheap pass finished
+        release.wait(30)   # the dear one hangs
+        out.append(first)
+
+    try:
+        found, finished = _with_deadline(passes, 0.2)
+        assert found == [first] and not finished
+    finally:
+        release.set()
+    assert _with_deadline(lambda out: out.append(first), 5.0) == ([first], True)
