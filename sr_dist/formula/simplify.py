@@ -268,7 +268,10 @@ def _closed_forms(value: float, allowed: frozenset[str]) -> list[_Closed]:
               if b.removeprefix("1/") in allowed]
     for base, scale in bases:
         for q in range(1, MAX_DENOMINATOR + 1):
-            p = round(value / scale * q)
+            target = value / scale * q
+            if not math.isfinite(target) or abs(target) > 1e15:
+                continue
+            p = round(target)
             if p == 0 or math.gcd(p, q) != 1:
                 continue
             approx = p / q * scale
@@ -323,7 +326,8 @@ class _Rows:
             return math.inf
         if not np.all(np.isfinite(pred)):
             return math.inf
-        mse = float(np.mean((pred - self.y) ** 2))
+        with np.errstate(all="ignore"):  # an overflow is an infinite NMSE, not a warning
+            mse = float(np.mean((pred - self.y) ** 2))
         if not math.isfinite(mse):
             return math.inf
         if self.variance > 0.0:
@@ -626,7 +630,7 @@ def _pick_sympy(search: _Search, tree: Node, found: list[Node]) -> Node:
     return best
 
 
-def simplify_formula(  # noqa: C901, PLR0911, PLR0912
+def simplify_formula(
     expression: str,
     constants: Sequence[float] | Mapping[str, float],
     X: np.ndarray,
@@ -643,6 +647,22 @@ def simplify_formula(  # noqa: C901, PLR0911, PLR0912
     column per name in ``variables``. See the module docstring for the rules and the tolerance.
     Never raises for a bad formula or bad data: the raw form comes back, ``changed=False``.
     """
+    try:
+        return _simplify(expression, constants, X, y, variables, rel_tol, deadline_s)
+    except Exception as exc:  # noqa: BLE001 - a readable form is a nicety, never a failure
+        return _give_up(str(expression), math.inf,
+                        f"not simplified: {type(exc).__name__}: {exc} (please report this formula)")
+
+
+def _simplify(  # noqa: C901, PLR0911, PLR0912
+    expression: str,
+    constants: Sequence[float] | Mapping[str, float],
+    X: np.ndarray,
+    y: np.ndarray,
+    variables: Sequence[str],
+    rel_tol: float,
+    deadline_s: float,
+) -> Simplified:
     import sympy  # noqa: F401 - imported before the clock starts: the import is not the work
 
     start = time.monotonic()

@@ -185,3 +185,28 @@ def test_a_hanging_sympy_pass_is_left_behind_at_the_deadline() -> None:
     finally:
         release.set()
     assert _with_deadline(lambda out: out.append(first), 5.0) == ([first], True)
+
+
+# formulas whose values or constants are extreme: the answer is a form that reads back, never
+# an exception
+EXTREME: list[tuple[str, list[float]]] = [
+    ("c0*x0", [1e308]),
+    ("c0*x0 + c1", [1e-300, 5e-324]),
+    ("x0/c0", [1e-320]),
+    ("exp(c0*x0)", [300.0]),
+    ("log(x0 - c0) + c1", [0.1, -1e200]),
+    ("sqrt(c0 - x0)", [3.5]),
+    ("c0**x0", [-2.0]),
+    ("(x0 - x0)*c0 + x1", [7.0]),
+    ("x0**c0 + x1**c1", [2.0000001, 0.5]),
+]
+
+
+@pytest.mark.parametrize(("expression", "constants"), EXTREME, ids=[e[0] for e in EXTREME])
+def test_extreme_values_never_raise(expression: str, constants: list[float]) -> None:
+    y = X2[:, 0] + X2[:, 1]
+    result = simplify_formula(expression, constants, X2, y, ("x0", "x1"))
+    assert isinstance(result, Simplified) and result.steps
+    if result.changed:
+        assert parse_formula(result.expression, ("x0", "x1")).constants == ()
+        assert result.nmse <= result.raw_nmse * (1 + SIMPLIFY_REL_TOL) + SIMPLIFY_ABS_TOL
