@@ -686,6 +686,8 @@ def _simplify(  # noqa: C901, PLR0911, PLR0912
     allowed = frozenset(n for n in NAMED_NUMBERS if n not in names)
     search = _Search(rows, raw_nmse, rel_tol, deadline, allowed)
     tidy_raw = _tidy(formula.tree)  # 1*x, x+0 written by the model itself
+    if tidy_raw != formula.tree:
+        search.steps.append("tidied (x*1, x + 0, -(-x) and the like)")
     tree = search.snap(tidy_raw, values, lambda n: n, digits=True)
     if search.fits(tree) is None:  # a snap that only fitted before tidying: keep the raw form
         tree, search.steps = raw_tree, ["kept the fitted constants (no snap fitted)"]

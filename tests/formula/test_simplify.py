@@ -210,3 +210,10 @@ def test_extreme_values_never_raise(expression: str, constants: list[float]) -> 
     if result.changed:
         assert parse_formula(result.expression, ("x0", "x1")).constants == ()
         assert result.nmse <= result.raw_nmse * (1 + SIMPLIFY_REL_TOL) + SIMPLIFY_ABS_TOL
+
+
+def test_what_the_model_wrote_itself_is_tidied_and_said_so() -> None:
+    y = X2[:, 0] + X2[:, 1]
+    result = simplify_formula("1*x0 + x1*1 + 0 - -(-0)", [], X2, y, ("x0", "x1"))
+    assert result.expression == "x0 + x1"
+    assert result.changed and result.steps == ("tidied (x*1, x + 0, -(-x) and the like)",)
