@@ -108,6 +108,7 @@ def test_best_formulas_returns_the_pareto_front(served: dict[str, Any]) -> None:
     assert not front.is_error
     entries = front.structured_content["front"]
     assert [e["expression"] for e in entries][-1] == "c0*x**2"
+    assert all(isinstance(e["simplified"], str) for e in entries)  # the readable form too
     assert [e["complexity"] for e in entries] == sorted(e["complexity"] for e in entries)
     assert front.structured_content["evaluated"] == 3
     assert "Pareto front" in front.content[0].text
