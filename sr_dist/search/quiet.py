@@ -60,11 +60,18 @@ def verbose() -> bool:
 
 
 class OwnRecords(logging.Filter):
-    """The console's filter: sr-dist's records, anyone's errors; everything when verbose."""
+    """The console's filter: sr-dist's warnings and anyone's errors; with ``--verbose`` anyone's
+    warnings; with ``hydra.verbose`` (its loggers at DEBUG) everything those loggers say."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return (record.name == "sr_dist" or record.name.startswith("sr_dist.")
-                or record.levelno >= logging.ERROR or verbose())
+        if logging.getLogger(record.name).getEffectiveLevel() <= logging.DEBUG:
+            return True  # hydra.verbose=true (or =[names]) asked for this logger's records
+        if record.levelno >= logging.ERROR:
+            return True
+        if record.levelno < logging.WARNING:
+            return False
+        own = record.name == "sr_dist" or record.name.startswith("sr_dist.")
+        return own or os.environ.get(VERBOSE_ENV) == "1"
 
 
 def is_own_line(line: str) -> bool:

@@ -111,11 +111,15 @@ def test_the_console_filter_keeps_sr_dist_records_and_anyones_errors(
     root.setLevel(logging.INFO)
     try:
         assert keep.filter(record("sr_dist.search.driver", logging.WARNING))
+        assert not keep.filter(record("sr_dist.search.driver", logging.INFO))
         assert keep.filter(record("ray", logging.ERROR))
         assert not keep.filter(record("jax._src.xla_bridge", logging.WARNING))
         assert not keep.filter(record("sr_dist_other", logging.WARNING))
-        monkeypatch.setenv(quiet.VERBOSE_ENV, "1")
+        monkeypatch.setenv(quiet.VERBOSE_ENV, "1")  # sr-dist --verbose
         assert keep.filter(record("jax._src.xla_bridge", logging.WARNING))
+        assert not keep.filter(record("jax._src.xla_bridge", logging.INFO))
+        root.setLevel(logging.DEBUG)  # hydra.verbose=true
+        assert keep.filter(record("jax._src.xla_bridge", logging.DEBUG))
     finally:
         root.setLevel(level)
 
