@@ -52,12 +52,16 @@ class PlotInfo:
     format: str = "png"
 
 
-def _figure_class() -> Any:
+def _new_figure(**kwargs: Any) -> Any:
+    """A ``Figure`` drawn by the Agg renderer (no GUI, no pyplot state); matplotlib loads here."""
     try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise VizError(INSTALL_HINT) from exc
-    return Figure
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _floor(values: Any) -> np.ndarray:
@@ -69,7 +73,7 @@ def _pareto(view: RunView) -> tuple[Any, tuple[str, ...], int | None, int]:
     if not view.front:
         raise VizError(f"run {view.run_id} has no Pareto front (no ok candidate with a "
                        "validation NMSE) to plot")
-    fig = _figure_class()(figsize=_PARETO_SIZE, dpi=_DPI, layout="constrained")
+    fig = _new_figure(figsize=_PARETO_SIZE, dpi=_DPI, layout="constrained")
     ax = fig.add_subplot()
     x = np.array([int(r["complexity"]) for r in view.front], dtype=np.float64)
     y = _floor([r["val_nmse"] for r in view.front])
@@ -121,7 +125,7 @@ def _label_rows(ax: Any, y: np.ndarray) -> list[float]:
 def _fit(view: RunView, index: int | None, dataset: Any | None) -> tuple[Any, tuple[str, ...],
                                                                           int | None, int]:
     points = fit_points(view, index, "test", dataset)
-    fig = _figure_class()(figsize=(6.4, 6.0), dpi=_DPI, layout="constrained")
+    fig = _new_figure(figsize=(6.4, 6.0), dpi=_DPI, layout="constrained")
     ax = fig.add_subplot()
     y, p = points.y_true, points.y_pred
     finite = np.isfinite(p)
@@ -154,7 +158,7 @@ def _progress(view: RunView) -> tuple[Any, tuple[str, ...], int | None, int]:
     start, series = progress_series(view)
     if not series:
         raise VizError(f"run {view.run_id} has no ok candidate with a validation NMSE to plot")
-    fig = _figure_class()(figsize=_SIZE, dpi=_DPI, layout="constrained")
+    fig = _new_figure(figsize=_SIZE, dpi=_DPI, layout="constrained")
     ax = fig.add_subplot()
     end = max(float(t[-1]) for t, _ in series.values())
     if view.record is not None and view.record.ended_at is not None and start is not None:

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-
-@dataclass(frozen=True)
-class VizRun:
-    """The results root of the shared run and the run's summary."""
-
-    path: Path
-    run_id: str
-    best_val_nmse: float
+from tests.viz.viz_run import VizRun
 
 
 @pytest.fixture(scope="session")
 def viz_run(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> VizRun:
-    """A tiny real run (two evolve agents, about 200 candidates) on the session's Ray cluster."""
+    """A small real run (two evolve agents in one actor, a few hundred candidates of
+    feynman:I.6.2) on the session's Ray cluster."""
     from hydra import compose, initialize_config_module
 
     from sr_dist.search import run_search
@@ -29,8 +21,8 @@ def viz_run(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> VizR
     with initialize_config_module("sr_dist.conf", version_base="1.3"):
         cfg = compose("config", overrides=[
             f"results.path={root}", "dataset.source=feynman:I.6.2", "dataset.n=2000",
-            "search.agents=2", "search.agents_per_actor=2", "search.max_candidates=200", "search.max_seconds=120",
-            "search.target_nmse=null", "evaluator.max_wait_s=0.2",
+            "search.agents=2", "search.agents_per_actor=2", "search.max_candidates=200",
+            "search.max_seconds=120", "search.target_nmse=null", "evaluator.max_wait_s=0.2",
         ])
     summary = run_search(cfg, stream=io.StringIO(), handle_signals=False)
     assert summary.status == "completed" and summary.best is not None

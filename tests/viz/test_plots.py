@@ -26,7 +26,7 @@ from sr_dist.viz import (
     progress_series,
     render_plot,
 )
-from tests.viz.conftest import VizRun
+from tests.viz.viz_run import VizRun
 
 pytestmark = [
     pytest.mark.slow,
@@ -157,3 +157,14 @@ def test_without_matplotlib_the_error_says_what_to_install(
     code, _, err = _query(capsys, str(viz_run.path), "--plot", "pareto", "--out",
                           str(tmp_path / "p.png"))
     assert code == 2 and err == f"sr-dist-query: error: {INSTALL_HINT}\n"
+
+
+def test_matplotlib_and_sympy_load_only_when_drawing() -> None:
+    """`sr-dist-query`'s other commands and `import sr_dist.viz` stay as fast as before."""
+    import subprocess
+
+    code = ("import sys, sr_dist.query_cli, sr_dist.report_cli, sr_dist.viz; "
+            "print(sorted(m for m in ('matplotlib', 'sympy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.strip() == "[]"

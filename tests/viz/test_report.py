@@ -16,7 +16,7 @@ from sr_dist.report_cli import main as report_main
 from sr_dist.results import CandidateWriter, RunRecord, write_run
 from sr_dist.viz import PLOT_KINDS, load_run
 from tests.results.results_helpers import T0, rows_for
-from tests.viz.conftest import VizRun
+from tests.viz.viz_run import VizRun
 
 pytestmark = [
     pytest.mark.slow,
