@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sr_dist.formula import FormulaError, parse_formula
+from sr_dist.formula import parse_formula
 
 __all__ = ["formula_label", "formula_mathml", "with_constants"]
 
@@ -36,7 +36,7 @@ def _number(value: float, digits: int) -> Any:
 def with_constants(expression: str, constants: Mapping[str, float],
                    digits: int = DIGITS) -> Any:
     """The sympy expression of ``expression`` with each fitted constant replaced by its value
-    to ``digits`` significant digits; :class:`FormulaError` if it does not parse."""
+    to ``digits`` significant digits; :class:`sr_dist.formula.FormulaError` if it does not parse."""
     import sympy
 
     names = list(parse_formula(expression, None).constants)
@@ -53,7 +53,7 @@ def formula_label(expression: str, constants: Mapping[str, float], max_chars: in
     """A one-line label: the formula with its constants put in, cut to ``max_chars``."""
     try:
         text = str(with_constants(expression, constants, digits))
-    except (FormulaError, ValueError, TypeError):
+    except Exception:  # a label is never worth failing a picture: show the text as stored
         text = expression
     text = text.replace("**", "^")
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
@@ -66,6 +66,6 @@ def formula_mathml(expression: str, constants: Mapping[str, float]) -> str:
 
     try:
         body = mathml(with_constants(expression, constants), printer="presentation")
-    except (FormulaError, ValueError, TypeError, RecursionError):
+    except Exception:  # any formula sympy cannot print still gets its row, as plain text
         return f"<code>{html.escape(expression)}</code>"
     return f'<math display="inline">{body}</math>'
