@@ -9,6 +9,7 @@ from sr_dist.results.metrics import (
     DEFAULT_TAUS,
     RunScore,
     ScoreError,
+    load_run_dataset,
     regression_metrics,
     score_run,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "select_candidate",
     "RunScore",
     "ScoreError",
+    "load_run_dataset",
     "regression_metrics",
     "score_run",
     "CANDIDATE_SCHEMA",
