@@ -268,8 +268,8 @@ class SymbolicRegressor:
 
     def _fitted(self) -> None:
         if not hasattr(self, "equations_"):
-            raise NotFittedError("This SymbolicRegressor instance is not fitted yet: call "
-                                 "fit(X, y) or SymbolicRegressor.from_results(path) first")
+            raise _not_fitted_error()("This SymbolicRegressor instance is not fitted yet: call "
+                                      "fit(X, y) or SymbolicRegressor.from_results(path) first")
 
     def _index(self, index: int | None) -> int:
         self._fitted()
@@ -404,6 +404,23 @@ class SymbolicRegressor:
                     names=dataset.feature_names, target_name=dataset.target_name,
                     width=len(dataset.feature_names), feature_names_in=None)
         self._check_all_exports(dataset.X_train)
+
+
+_SKLEARN_NOT_FITTED: type[NotFittedError] | None = None
+
+
+def _not_fitted_error() -> type[NotFittedError]:
+    """:class:`NotFittedError`, and scikit-learn's too when scikit-learn is loaded already (its
+    checks and ``check_is_fitted`` callers test for their own class); never imports it."""
+    global _SKLEARN_NOT_FITTED
+    if "sklearn" not in sys.modules:
+        return NotFittedError
+    if _SKLEARN_NOT_FITTED is None:
+        from sklearn.exceptions import NotFittedError as SklearnNotFitted
+
+        _SKLEARN_NOT_FITTED = type("NotFittedError", (NotFittedError, SklearnNotFitted), {
+            "__module__": __name__, "__doc__": NotFittedError.__doc__})
+    return _SKLEARN_NOT_FITTED
 
 
 def _params_from_config(config: Any) -> dict[str, Any]:
