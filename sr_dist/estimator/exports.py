@@ -157,7 +157,7 @@ def numpy_export(form: Form) -> Callable[[Any], np.ndarray]:
             raise ValueError(f"X must be 2-D with {width} columns ({', '.join(form.variables)}), "
                              f"got shape {data.shape}")
         with np.errstate(all="ignore"):
-            return fn(data, values)
+            return np.asarray(fn(data, values), dtype=np.float64)
 
     return predict
 
@@ -167,7 +167,7 @@ def jax_export(form: Form) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
 
-    ops = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "div": jnp.divide,
+    ops: dict[str, Callable[..., Any]] = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "div": jnp.divide,
            "pow": jnp.power, "neg": jnp.negative, "sin": jnp.sin, "cos": jnp.cos,
            "tan": jnp.tan, "exp": jnp.exp, "log": jnp.log, "sqrt": jnp.sqrt, "abs": jnp.abs,
            "tanh": jnp.tanh, "sinh": jnp.sinh, "cosh": jnp.cosh, "arcsin": jnp.arcsin,
@@ -184,7 +184,7 @@ def torch_export(form: Form) -> Any:
         import torch
     except ImportError as exc:  # pragma: no cover - torch is optional
         raise ImportError("the torch export needs PyTorch: pip install torch") from exc
-    ops = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    ops: dict[str, Callable[..., Any]] = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
            "pow": torch.pow, "neg": torch.neg, "sin": torch.sin, "cos": torch.cos,
            "tan": torch.tan, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
            "abs": torch.abs, "tanh": torch.tanh, "sinh": torch.sinh, "cosh": torch.cosh,
@@ -209,7 +209,7 @@ def _torch_module(torch: Any) -> Any:
     """The module class, made once (torch is imported only when a torch export is asked for)."""
     global _TORCH_MODULE
     if _TORCH_MODULE is None:
-        class SymbolicModule(torch.nn.Module):  # type: ignore[misc,name-defined]
+        class SymbolicModule(torch.nn.Module):  # type: ignore[misc]
             """One formula as a torch module; ``parameters_`` are its fitted constants."""
 
             def __init__(self, fn: Lowered, params: Sequence[float], form: Form) -> None:

@@ -246,7 +246,7 @@ class SymbolicRegressor:
         })
         chosen = select_candidate(table, rule=self.select if self.select in SELECT_RULES else "best")
         ids = eq["candidate_id"].to_pylist()
-        return ids.index(chosen["candidate_id"]) if chosen is not None else eq.num_rows - 1
+        return int(ids.index(chosen["candidate_id"]) if chosen is not None else eq.num_rows - 1)
 
     def _row(self, index: int) -> dict[str, Any]:
         row = {name: self.equations_[name][index].as_py() for name in self.equations_.column_names}
@@ -280,7 +280,7 @@ class SymbolicRegressor:
                 or not -count <= int(index) < count:
             raise IndexError(f"index must be an equations_ row, 0..{count - 1} (or None for "
                              f"best_), got {index!r}")
-        return int(index) % count
+        return int(index) % int(count)
 
     def _form(self, index: int | None = None, raw: bool = False) -> Any:
         i = self._index(index)
