@@ -14,6 +14,7 @@ sympy form, LaTeX, numpy evaluation) walks that AST iteratively.
 - :mod:`.core`: :class:`Formula` and :func:`parse_formula`; :mod:`.numeric`: numpy evaluation.
 - :mod:`.units`: :class:`Unit` (exponent vectors over m, s, kg, K, V, A, cd, mol) and
   :class:`DatasetUnits`; :mod:`.dimensions`: :func:`check_dimensions`.
+- :mod:`.simplify`: :func:`simplify_formula`, the readable form of a fitted formula.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .nodes import (
 )
 from .numeric import evaluate_numpy
 from .render import format_number, render, to_sympy
+from .simplify import Simplified, simplify_formula, sympy_expression
 from .tree import fold_tree, iter_nodes
 from .units import BASE_UNITS, DatasetUnits, Unit, UnitError, parse_unit
 
@@ -58,6 +60,7 @@ __all__ = [
     "Formula",
     "FormulaError",
     "Node",
+    "Simplified",
     "Unit",
     "UnitError",
     "check_dimensions",
@@ -71,5 +74,7 @@ __all__ = [
     "parse_formula",
     "parse_unit",
     "render",
+    "simplify_formula",
+    "sympy_expression",
     "to_sympy",
 ]

@@ -42,7 +42,7 @@ from sr_dist.results.schema import (
     status_of,
     utc_now,
 )
-from sr_dist.results.selection import SELECTION_RULES, select_candidate
+from sr_dist.results.selection import SELECTION_RULES, front_scores, select_candidate
 from sr_dist.results.writer import (
     AddResult,
     CandidateWriter,
@@ -54,6 +54,7 @@ from sr_dist.results.writer import (
 __all__ = [
     "DEFAULT_TAUS",
     "SELECTION_RULES",
+    "front_scores",
     "select_candidate",
     "RunScore",
     "ScoreError",
