@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: run test gates install install-test bench clean
+.PHONY: run test gates chromium install install-test bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,19 @@ gates: install-test
 	$(VENV)/bin/ruff check sr_dist tests bench
 	$(VENV)/bin/mypy
 
-test: gates
+# tests/viz opens the HTML report in a real browser: Debian's chromium, installed if missing.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    echo "make test: installing Debian's chromium for the report's browser test (tests/viz)"; \
+	    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || \
+	      { echo "make test: apt-get could not install chromium; as root run: apt-get install -y chromium" >&2; exit 1; }; \
+	  else \
+	    echo "make test: /usr/bin/chromium is missing and there is no apt-get: install Chromium at /usr/bin/chromium (tests/viz opens the HTML report in it)" >&2; exit 1; \
+	  fi; \
+	fi
+
+test: gates chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install-test

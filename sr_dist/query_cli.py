@@ -6,6 +6,7 @@
     sr-dist-query results --sql "SELECT ..."    # DuckDB SQL over views `candidates` and `runs`
     sr-dist-query results --score               # LLM-SRBench metrics of every run's best formula
     sr-dist-query results --score RUN_ID --tau 0.1 0.01 --split test
+    sr-dist-query results --plot pareto|fit|progress --out FILE.png [--run ID] [--index N]
 
 ``--format table|csv|json`` picks the output; ``--limit N`` caps the rows. Every failure (no
 results, unknown run, bad SQL) is one line on stderr and exit status 2.
@@ -79,7 +80,36 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output format (default: table)")
     parser.add_argument("--limit", type=int, metavar="N", help="print at most N rows")
+    plot = parser.add_argument_group("plots (the optional `plot` extra: matplotlib)")
+    plot.add_argument("--plot", metavar="KIND",
+                      help="draw pareto, fit or progress of --run (default: the latest run) "
+                           "into --out (docs/plots.md)")
+    plot.add_argument("--out", metavar="FILE", help="the image --plot writes (.png, .svg, .pdf)")
+    plot.add_argument("--index", type=int, metavar="N",
+                      help="the front formula (0 = simplest) --plot fit draws (default: the "
+                           "one --select picks)")
     return parser
+
+
+def _plot(args: argparse.Namespace) -> int:
+    """``--plot``: one picture of one run, through sr_dist.viz (matplotlib loads only here)."""
+    if args.sql is not None or args.score is not None:
+        raise QueryError("--plot draws one run: use it with --run ID (or no --run for the "
+                         "latest), not with --sql or --score")
+    from sr_dist.viz import PLOT_KINDS, VizError, load_run, save_plot
+
+    if args.plot not in PLOT_KINDS:
+        raise QueryError(f"unknown --plot kind {args.plot!r}: choose one of "
+                         f"{', '.join(PLOT_KINDS)}")
+    if not args.out:
+        raise QueryError(f"--plot {args.plot} needs --out FILE.png")
+    try:
+        info = save_plot(args.plot, load_run(args.path, args.run, select=args.select), args.out,
+                         index=args.index)
+    except VizError as exc:
+        raise QueryError(str(exc)) from exc
+    print(f"{PROG}: wrote {args.out} ({info.kind})", file=sys.stderr)
+    return 0
 
 
 # --- formatting (pure) -------------------------------------------------------------------------
@@ -225,13 +255,17 @@ def _simplified_front(path: str, run_id: str, front: pa.Table) -> pa.Table:
     """The front with a ``simplified`` column, checked on the run's validation split (the
     dataset rebuilt from the run's config; a note on stderr and an empty column if it cannot
     be)."""
-    from sr_dist.results import ScoreError, run_dataset
+    from sr_dist.results import ScoreError, load_run_dataset, read_run
     from sr_dist.results.simplified import with_simplified
 
     dataset = None
     if front.num_rows:
         try:
-            dataset = run_dataset(path, run_id)
+            record = read_run(path, run_id)
+            if record is None:
+                raise ScoreError(f"run {run_id!r} has no runs row (still starting, or it "
+                                 "never wrote one), so its dataset is unknown")
+            dataset = load_run_dataset(record)
         except ScoreError as exc:
             print(f"{PROG}: note: no simplified forms: {exc}", file=sys.stderr)
     return with_simplified(front, dataset)
@@ -288,6 +322,10 @@ def run(argv: Sequence[str] | None, out: TextIO) -> int:
     args = _parser().parse_args(argv)
     if args.limit is not None and args.limit < 0:
         raise QueryError(f"--limit must be at least 0, got {args.limit}")
+    if args.plot is not None:
+        return _plot(args)
+    if args.out is not None or args.index is not None:
+        raise QueryError("--out and --index go with --plot KIND")
     if args.score is not None:
         table = _score(args.path, args.score, args.split, args.tau, args.select)
         if args.limit is not None:

@@ -1,4 +1,5 @@
-"""``load_dataset``: Feynman equations sampled on the fly, or CSV / Parquet tables read with pyarrow.
+"""``load_dataset``: Feynman equations sampled on the fly, or CSV / Parquet tables read with pyarrow;
+``dataset_from_arrays``: arrays already in memory (the Python estimator's ``fit(X, y)``).
 
 Every path ends in the same checks and the same :class:`Dataset` value, so downstream code never
 sees NaN targets, string columns or feature names the formula language cannot spell.
@@ -6,6 +7,7 @@ sees NaN targets, string columns or feature names the formula language cannot sp
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,6 +37,9 @@ SCHEMES = ("feynman:", "csv:", "parquet:")
 #: The ``units`` value that takes a ``feynman:`` dataset's units from the embedded table.
 FEYNMAN_UNITS = "feynman"
 
+#: The name prefix of a dataset built from in-memory arrays (``arrays:<content hash prefix>``).
+ARRAYS_SCHEME = "arrays:"
+
 #: What ``load_dataset(units=...)`` takes: the word ``feynman``, name -> unit (text such as
 #: ``kg*m/s**2``, a mapping of base-unit exponents, or an exponent list), or a ready value.
 UnitsSpec = str | Mapping[str, Any] | DatasetUnits | None
@@ -63,6 +68,70 @@ def load_dataset(
       units table); bad units are a :class:`DatasetUnitsError`.
     """
     dataset = _load(source, n, seed, noise, target, split)
+    return dataset if units is None else dataset.with_units(resolve_units(units, dataset))
+
+
+def dataset_from_arrays(
+    X: Any,
+    y: Any,
+    feature_names: Sequence[str] | None = None,
+    target_name: str = "y",
+    *,
+    seed: int = 0,
+    split: Sequence[float] = DEFAULT_SPLIT,
+    units: UnitsSpec = None,
+    name: str | None = None,
+) -> Dataset:
+    """A :class:`Dataset` from arrays in memory, with the CSV path's checks (names the formula
+    language can spell, enough rows, finite numbers, a target that varies).
+
+    ``X``: n x d numbers; ``y``: n numbers; ``feature_names``: d names (default ``x0 .. x{d-1}``).
+    The name is ``arrays:<first 12 hex digits of the content hash>`` unless given, so the same
+    data and split always get the same name (resuming a run checks it).
+    """
+    fractions = check_split(tuple(split))  # type: ignore[arg-type]
+    seed = _check_seed(seed)
+    try:
+        matrix = np.asarray(X, dtype=np.float64)
+        target = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"X and y must be numbers: {exc}") from None
+    if matrix.ndim != 2:
+        raise DatasetError(f"X must be 2-D (rows x variables), got shape {matrix.shape}; reshape "
+                           "a single variable with X.reshape(-1, 1)")
+    if target.ndim != 1:
+        raise DatasetError(f"y must be 1-D (one number per row), got shape {target.shape}")
+    rows, width = matrix.shape
+    if target.shape[0] != rows:
+        raise DatasetError(f"X has {rows} rows but y has {target.shape[0]}; give one target per row")
+    if width == 0:
+        raise DatasetError("X has no columns; at least one variable is needed")
+    if rows < MIN_ROWS:
+        raise DatasetError(f"got {rows} sample{'' if rows == 1 else 's'} (rows); at least "
+                           f"{MIN_ROWS} are needed")
+    features = tuple(f"x{j}" for j in range(width)) if feature_names is None else tuple(feature_names)
+    if len(features) != width:
+        raise DatasetError(f"{len(features)} variable names for {width} columns of X; give one "
+                           "name per column")
+    check_feature_names(features, fix="pick another name")
+    if not isinstance(target_name, str) or not target_name:
+        raise DatasetError(f"target_name must be a non-empty string, got {target_name!r}")
+    if target_name in features:
+        raise DatasetError(f"the target name {target_name!r} is also a variable name; rename one")
+    _check_values(matrix, target, features, target_name, kind="array")
+    description = (
+        f"In-memory arrays: predict the target '{target_name}' from {width} "
+        f"variable{'s' if width != 1 else ''}: {_describe_ranges(features, matrix)}. There are "
+        f"{rows} rows; {_split_phrase(fractions, seed)}."
+    )
+    dataset = _assemble(
+        name=name or ARRAYS_SCHEME, source=ARRAYS_SCHEME, features=features, target=target_name,
+        X=matrix, y=target, fractions=fractions, seed=seed, noise=0.0, ground_truth=None,
+        description=description,
+    )
+    if name is None:
+        dataset = dataclasses.replace(dataset, name=f"{ARRAYS_SCHEME}{dataset.content_hash[:12]}",
+                                      source=f"{ARRAYS_SCHEME}{dataset.content_hash[:12]}")
     return dataset if units is None else dataset.with_units(resolve_units(units, dataset))
 
 
@@ -303,6 +372,53 @@ def _non_finite(values: np.ndarray) -> tuple[int, int]:
     return int(bad.sum()), int(np.argmax(bad)) if bad.any() else -1
 
 
+def check_feature_names(features: Sequence[str], *, what: str = "variable name",
+                        fix: str = "rename it") -> None:
+    """Refuse names the formula language cannot spell as variables (the CSV path's columns and
+    the names given with in-memory arrays alike), and duplicates."""
+    duplicates = sorted({c for c in features if list(features).count(c) > 1})
+    if duplicates:
+        raise DatasetError(f"duplicate {what}s: {', '.join(map(str, duplicates))}")
+    for name in features:
+        if not isinstance(name, str) or not is_identifier(name) or name in NAMED_NUMBERS:
+            raise DatasetError(
+                f"{what} {name!r} cannot be a formula variable: use ASCII letters, "
+                "digits and '_' (not starting with a digit, not a function name, not 'pi' or "
+                f"'e'); {fix}"
+            )
+
+
+def _check_values(X: np.ndarray, y: np.ndarray, features: Sequence[str], target: str, *,
+                  kind: str) -> None:
+    """No missing or non-finite value in the target or a feature, and a target that varies."""
+    count, first = _non_finite(y)
+    if count:
+        raise DatasetError(
+            f"target {kind} {target!r} has {count} missing or non-finite value"
+            f"{'s' if count != 1 else ''} (first at row {first}): drop or fill the NaN/inf rows"
+        )
+    for j, name in enumerate(features):
+        count, first = _non_finite(X[:, j])
+        if count:
+            raise DatasetError(
+                    f"feature {kind} {name!r} has {count} missing or non-finite value"
+                f"{'s' if count != 1 else ''} (first at row {first}): drop or fill the NaN/inf rows"
+            )
+    if np.all(y == y[0]):
+        raise DatasetError(f"target is constant ({target!r} is always {y[0]:g})")
+
+
+def _describe_ranges(features: Sequence[str], X: np.ndarray) -> str:
+    listed = features if len(features) <= 30 else features[:30]
+    ranges = ", ".join(
+        f"{name} (observed range [{X[:, j].min():g}, {X[:, j].max():g}])"
+        for j, name in enumerate(listed)
+    )
+    if len(features) > len(listed):
+        ranges += f", and {len(features) - len(listed)} more"
+    return ranges
+
+
 def _load_table(
     source: str, scheme: str, path_text: str, n: int | None, seed: int, noise: float,
     target: str | None, fractions: tuple[float, float, float],
@@ -323,34 +439,15 @@ def _load_table(
     if not features:
         raise DatasetError(f"{path_text} has only the target column {target_name!r}; "
                            "at least one feature column is needed")
-    for name in features:
-        if not is_identifier(name) or name in NAMED_NUMBERS:
-            raise DatasetError(
-                f"column name {name!r} cannot be a formula variable: use ASCII letters, "
-                "digits and '_' (not starting with a digit, not a function name, not 'pi' or "
-                "'e'); rename the column"
-            )
+    check_feature_names(features, what="column name", fix="rename the column")
     rows = table.num_rows
     if rows < MIN_ROWS:
         raise DatasetError(f"{path_text} has {rows} row{'' if rows == 1 else 's'}; at least {MIN_ROWS} are needed")
     y = _numeric_column(table, target_name)
-    count, first = _non_finite(y)
-    if count:
-        raise DatasetError(
-            f"target column {target_name!r} has {count} missing or non-finite value"
-            f"{'s' if count != 1 else ''} (first at row {first})"
-        )
     X = np.empty((rows, len(features)), dtype=np.float64)
     for j, name in enumerate(features):
         X[:, j] = _numeric_column(table, name)
-        count, first = _non_finite(X[:, j])
-        if count:
-            raise DatasetError(
-                f"feature column {name!r} has {count} missing or non-finite value"
-                f"{'s' if count != 1 else ''} (first at row {first})"
-            )
-    if np.all(y == y[0]):
-        raise DatasetError(f"target is constant ({target_name!r} is always {y[0]:g})")
+    _check_values(X, y, features, target_name, kind="column")
     subsampled = ""
     if n is not None and n < rows:
         keep = np.sort(np.random.default_rng([seed, 2]).choice(rows, size=n, replace=False))
@@ -359,13 +456,7 @@ def _load_table(
         if np.all(y == y[0]):
             raise DatasetError(f"target is constant in the {n} sampled rows")
     y = _add_noise(y, noise, np.random.default_rng(seed))
-    listed = features if len(features) <= 30 else features[:30]
-    ranges = ", ".join(
-        f"{name} (observed range [{X[:, j].min():g}, {X[:, j].max():g}])"
-        for j, name in enumerate(listed)
-    )
-    if len(features) > len(listed):
-        ranges += f", and {len(features) - len(listed)} more"
+    ranges = _describe_ranges(features, X)
     description = (
         f"Tabular dataset from {Path(path_text).name} ({scheme}): predict the target "
         f"'{target_name}' from {len(features)} variable{'s' if len(features) != 1 else ''}: "

@@ -9,8 +9,8 @@ from sr_dist.results.metrics import (
     DEFAULT_TAUS,
     RunScore,
     ScoreError,
+    load_run_dataset,
     regression_metrics,
-    run_dataset,
     score_run,
 )
 from sr_dist.results.query import (
@@ -42,7 +42,7 @@ from sr_dist.results.schema import (
     status_of,
     utc_now,
 )
-from sr_dist.results.selection import SELECTION_RULES, select_candidate
+from sr_dist.results.selection import SELECTION_RULES, front_scores, select_candidate
 from sr_dist.results.writer import (
     AddResult,
     CandidateWriter,
@@ -54,11 +54,12 @@ from sr_dist.results.writer import (
 __all__ = [
     "DEFAULT_TAUS",
     "SELECTION_RULES",
+    "front_scores",
     "select_candidate",
     "RunScore",
     "ScoreError",
+    "load_run_dataset",
     "regression_metrics",
-    "run_dataset",
     "score_run",
     "CANDIDATE_SCHEMA",
     "OK_STATUS",

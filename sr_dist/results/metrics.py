@@ -31,12 +31,14 @@ from typing import Any
 import numpy as np
 import pyarrow.dataset as pads
 
-from sr_dist.data import DatasetError, load_dataset
+from sr_dist.data import Dataset, DatasetError, load_dataset
 from sr_dist.formula import FormulaError, evaluate_numpy, parse_formula
 from sr_dist.results.query import ResultsNotFound, open_results, read_run
+from sr_dist.results.schema import RunRecord
 from sr_dist.results.selection import SELECTION_RULES, select_candidate
 
-__all__ = ["DEFAULT_TAUS", "RunScore", "ScoreError", "regression_metrics", "score_run"]
+__all__ = ["DEFAULT_TAUS", "RunScore", "ScoreError", "load_run_dataset", "regression_metrics",
+           "score_run"]
 
 #: The tolerances reported by default (LLM-SRBench reports τ = 0.1).
 DEFAULT_TAUS: tuple[float, ...] = (0.1,)
@@ -142,12 +144,9 @@ def _dataset_args(config_text: str | None) -> dict[str, Any]:
     return args
 
 
-def run_dataset(path: str | os.PathLike[str], run_id: str) -> Any:
-    """The dataset of ``run_id``, rebuilt from its runs row's config; :class:`ScoreError` with
-    the reason when it cannot be (no such run, no config, the data moved)."""
-    record = read_run(path, run_id)
-    if record is None:
-        raise ScoreError(f"no run {run_id!r} under {os.fspath(path)}")
+def load_run_dataset(record: RunRecord) -> Dataset:
+    """The dataset ``record``'s run searched, rebuilt from its config (the same seeded split);
+    :class:`ScoreError` says why when it cannot be (no config, a CSV that moved)."""
     try:
         return load_dataset(**_dataset_args(record.config))
     except DatasetError as exc:

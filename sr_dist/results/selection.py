@@ -13,12 +13,13 @@ NMSE 1 at complexity 1), so it is not favoured or penalised for having no predec
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sr_dist.candidate import NMSE_RESOLUTION
 from sr_dist.results.query import pareto_front
 
-__all__ = ["SELECTION_RULES", "select_candidate"]
+__all__ = ["SELECTION_RULES", "front_scores", "select_candidate"]
 
 #: ``best``: lowest metric; ``parsimony``: the score rule above.
 SELECTION_RULES: tuple[str, ...] = ("best", "parsimony")
@@ -49,13 +50,23 @@ def select_candidate(table_or_path: Any, run_id: str | None = None, *, rule: str
     losses = [max(float(row[metric]), _LOSS_FLOOR) for row in front]
     limit = min(losses) * loss_factor
     chosen, chosen_score = front[-1], -math.inf
-    for i, row in enumerate(front):
+    for i, score in enumerate(front_scores(front, metric)):
         if losses[i] > limit:
             continue
+        if score > chosen_score:  # the first (simplest) of equal scores wins
+            chosen, chosen_score = front[i], score
+    return chosen
+
+
+def front_scores(front: Sequence[Mapping[str, Any]], metric: str = "val_nmse") -> list[float]:
+    """The ``parsimony`` score of each row of a Pareto front (sorted by complexity): the drop
+    in log-loss per unit of complexity against the next simpler row (the first row against
+    the constant model); PySR's ``score`` column, and what ``parsimony`` ranks by."""
+    losses = [max(float(row[metric]), _LOSS_FLOOR) for row in front]
+    scores: list[float] = []
+    for i, row in enumerate(front):
         prev_loss, prev_complexity = ((_MEAN_LOSS, 1) if i == 0 else
                                       (losses[i - 1], int(front[i - 1]["complexity"])))
         step = max(int(row["complexity"]) - prev_complexity, 1)
-        score = -(math.log(losses[i]) - math.log(prev_loss)) / step
-        if score > chosen_score:  # the first (simplest) of equal scores wins
-            chosen, chosen_score = row, score
-    return chosen
+        scores.append(-(math.log(losses[i]) - math.log(prev_loss)) / step)
+    return scores

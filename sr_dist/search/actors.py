@@ -305,6 +305,9 @@ class AgentActor:
 
     def __init__(self, specs: Sequence[Any], dataset: Any, evaluators: Sequence[Any],
                  writer: Any, max_in_flight: int = 4) -> None:
+        # The episode's imports (the loop, the tools, the model providers) happen here, while
+        # the driver waits for the evaluator's warm-up, not when the search has begun.
+        import sr_dist.search.episode  # noqa: F401
         from sr_dist.search.pool import EvaluatorPool
 
         setup_actor_logging()

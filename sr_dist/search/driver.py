@@ -218,18 +218,26 @@ class Driver:
                  roll_files=s.results.roll_files, roll_s=s.results.roll_s,
                  target_file_mb=s.results.target_file_mb, compact=s.results.compact)
         self._start_pool(self._held)
+        # The agent actors' processes start (Ray worker, imports, the dataset) while the
+        # evaluator compiles; their episodes begin only once it is ready.
+        per_actor = s.search.agents_per_actor
+        hosts = [self._create_agents([self._spec(agent_id) for agent_id in
+                                      range(first, min(first + per_actor, s.search.agents))],
+                                     agent_actor_name(self.run_id, first))
+                 for first in range(0, s.search.agents, per_actor)]
         self._start_evaluator()
         self._prefit()
         self._expect(list(range(s.search.agents)))
-        per_actor = s.search.agents_per_actor
-        for first in range(0, s.search.agents, per_actor):
-            ids = list(range(first, min(first + per_actor, s.search.agents)))
-            self._start_agents([self._spec(agent_id) for agent_id in ids],
-                               agent_actor_name(self.run_id, first))
+        for actor, specs in hosts:
+            self._run_agents(actor, specs)
         self.search_started = time.monotonic()
 
     def _start_agents(self, specs: list[AgentSpec], name: str) -> None:
         """One agent actor hosting ``specs``; their ``run`` references join ``pending``."""
+        self._run_agents(*self._create_agents(specs, name))
+
+    def _create_agents(self, specs: list[AgentSpec], name: str) -> tuple[Any, list[AgentSpec]]:
+        """The actor that will host ``specs`` (known to :meth:`kill_actors` from now on)."""
         actor = AgentActor.options(  # type: ignore[attr-defined]
             name=name, num_cpus=0, max_concurrency=len(specs) + 16, runtime_env=cpu_env(),
             scheduling_strategy="SPREAD",
@@ -237,6 +245,10 @@ class Driver:
                  self.settings.evaluator.max_in_flight)
         for spec in specs:
             self.agents[spec.agent_id] = actor
+        return actor, specs
+
+    def _run_agents(self, actor: Any, specs: list[AgentSpec]) -> None:
+        for spec in specs:
             self.pending[actor.run.remote(spec.agent_id)] = spec.agent_id
 
     def _spec(self, agent_id: int, offset: int | None = None,

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sr_dist.candidate import Candidate
-from sr_dist.data import DatasetError, DatasetUnitsError, load_dataset
+from sr_dist.data import Dataset, DatasetError, DatasetUnitsError, load_dataset, resolve_units
 from sr_dist.models import ModelConfigError, build_model
 from sr_dist.results import RunRecord, pareto_front, summarize_run, utc_now, write_run
 from sr_dist.search.decisions import (
@@ -185,8 +185,12 @@ def model_label(model_cfg: Mapping[str, Any]) -> str:
 
 
 def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
-            run_id: str | None = None) -> Prepared:
-    """Validate and load everything a run needs; :class:`SettingsError` for what cannot work."""
+            run_id: str | None = None, dataset: Dataset | None = None) -> Prepared:
+    """Validate and load everything a run needs; :class:`SettingsError` for what cannot work.
+
+    ``dataset``: a ready :class:`~sr_dist.data.Dataset` (arrays in memory, the Python
+    estimator's) searched instead of loading ``dataset.source``; ``dataset.units`` still applies.
+    """
     settings = resolve_settings(cfg, base_dir)
     if settings.resume is not None:
         if run_id is not None and run_id != settings.resume:
@@ -204,8 +208,13 @@ def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
             raise SettingsError("servers", str(exc)) from exc
     d = settings.dataset
     try:
-        dataset = load_dataset(d.source, n=d.n, seed=d.seed, noise=d.noise, target=d.target,
-                               split=d.split, units=d.units)
+        if dataset is None:
+            dataset = load_dataset(d.source, n=d.n, seed=d.seed, noise=d.noise, target=d.target,
+                                   split=d.split, units=d.units)
+        elif not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset must be a sr_dist.data.Dataset, got {type(dataset).__name__}")
+        elif d.units is not None:
+            dataset = dataset.with_units(resolve_units(d.units, dataset))
     except DatasetUnitsError as exc:
         raise SettingsError("dataset.units", f"do not fit the dataset: {exc}") from exc
     except DatasetError as exc:
@@ -331,6 +340,7 @@ def run_search(
     handle_signals: bool = True,
     run_id: str | None = None,
     keep_cluster: bool = False,
+    dataset: Dataset | None = None,
 ) -> RunSummary:
     """Run one search as ``cfg`` (a Hydra config, a mapping, or :class:`Settings`) says.
 
@@ -346,9 +356,12 @@ def run_search(
     ``keep_cluster``: leave the local cluster this call started running, for the next call in
     this process (``sr-dist --multirun`` sets it; a next run with other ``ray`` settings gets a
     new cluster).
+    ``dataset``: search this ready dataset (built in memory, e.g. by
+    :func:`sr_dist.data.dataset_from_arrays`) instead of loading ``dataset.source``; it reaches
+    the actors through Ray's object store like a loaded one.
     ``run.resume=ID`` in the config continues run ``ID`` (docs/reliability.md).
     """
-    prepared = prepare(cfg, base_dir=base_dir, run_id=run_id)
+    prepared = prepare(cfg, base_dir=base_dir, run_id=run_id, dataset=dataset)
     out = stream if stream is not None else sys.stdout
     driven = drive(prepared, out, handle_signals=handle_signals, keep=keep_cluster)
     summary = finalize(prepared, driven)

@@ -1,7 +1,7 @@
 """The import contract (.importlinter) holds for the tree, and fails when a forbidden import appears.
 
 The contract is the layering of docs/architecture.md: faces > orchestration > SR domain > agent
-kit > results > numeric core, the agent kit generic, the numeric core free of Ray and Hydra,
+kit > pictures > results > numeric core, the agent kit generic, the numeric core free of Ray and Hydra,
 and nothing importing the console scripts. ``lint-imports`` runs in a subprocess on the real
 tree, and on copies of it with one forbidden import added.
 """
@@ -49,6 +49,8 @@ VIOLATIONS = [
     ("sr_dist/evaluator/probe.py", "import ray\n", "without Ray or Hydra"),
     ("sr_dist/results/probe.py", "from sr_dist.search.settings import Settings\n", "Layers:"),
     ("sr_dist/search/probe.py", "from sr_dist.cli import main\n", "Nothing imports the console scripts"),
+    ("sr_dist/viz/probe.py", "import ray\n", "without Ray or Hydra"),
+    ("sr_dist/results/probe.py", "from sr_dist.viz import load_run\n", "Layers:"),
 ]
 
 

@@ -178,20 +178,28 @@ def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(tmp_path: Path) -> None:
     assert record is not None and record.ended_at is not None
     assert not list((tmp_path / "out").rglob("*.tmp")), "a temporary file was left behind"
     con = duckdb_connection(tmp_path / "out")
-    last_step = dict(con.sql("SELECT agent_id, max(step) FROM candidates GROUP BY agent_id")
-                     .fetchall())
+    before = {a: (step, n) for a, step, n in con.sql(
+        "SELECT agent_id, max(step), count(*) FROM candidates GROUP BY agent_id").fetchall()}
 
-    done = _run(_sr_dist(f"run.resume={run_id}", "search.max_seconds=5",
-                         "search.target_nmse=null", "results.path=out"), tmp_path)
+    # Budgets are per session; a count, not the clock (5 s on a loaded machine wrote no row).
+    done = _run(_sr_dist(f"run.resume={run_id}", "search.max_seconds=300",
+                         "search.max_candidates=64", "search.target_nmse=null",
+                         "results.path=out"), tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     same, status, reason, sig, total, on_disk = _runs_row(tmp_path / "out")
-    assert same == run_id and (status, reason, sig) == ("completed", "max_seconds", None)
+    assert same == run_id and (status, reason, sig) == ("completed", "max_candidates", None)
     assert total == on_disk > rows  # both sessions' rows, none twice
     con = duckdb_connection(tmp_path / "out")
-    for agent_id, step in last_step.items():  # each agent's steps continue after its last
-        newer = con.execute("SELECT min(step) FROM candidates WHERE agent_id = ? AND step > ?",
-                            [agent_id, step]).fetchall()[0][0]
-        assert newer is not None and newer > step
+    agents = [a for (a,) in con.sql("SELECT DISTINCT agent_id FROM candidates").fetchall()]
+    continued = 0
+    for agent_id in agents:  # each agent's new steps come after its last
+        step, n = before.get(agent_id, (-1, 0))
+        old, new = con.execute("SELECT count(*) FILTER (WHERE step <= ?), "
+                               "count(*) FILTER (WHERE step > ?) FROM candidates "
+                               "WHERE agent_id = ?", [step, step, agent_id]).fetchall()[0]
+        assert old == n, f"agent {agent_id}: a resumed row reused an earlier step"
+        continued += new
+    assert continued == on_disk - rows  # every new row is past its agent's last step
     (stats,), = con.sql("SELECT evaluator_stats FROM runs").fetchall()
     assert json.loads(stats)["prefit"]["fits"] > 0  # warmed from the old rows
 

@@ -77,8 +77,10 @@ def test_a_killed_agent_keeps_its_rows_and_the_others_go_on(ray_cluster: None,
     import ray
 
     run_id = "fault-agent"
-    run = BackgroundRun(compose_cfg(tmp_path, "search.agents=2", "search.max_seconds=12",
-                                    "search.max_candidates=100000", "search.target_nmse=null",
+    # The run ends on a candidate count, not the clock: on a loaded machine agent 1's first
+    # rows came after a 12 s budget had run out, and there was nothing left to kill.
+    run = BackgroundRun(compose_cfg(tmp_path, "search.agents=2", "search.max_seconds=300",
+                                    "search.max_candidates=400", "search.target_nmse=null",
                                     "results.flush_s=0.5", "search.restart_lost_agents=false"),
                         run_id)
     victim = wait_for("agent 1", lambda: _actor(agent_actor_name(run_id, 1)))
