@@ -269,10 +269,26 @@ def _mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str | None:
     return None
 
 
+def _jax_float64() -> Any:
+    """A context in which JAX computes in float64 (``jax.enable_x64`` from JAX 0.5 on; the
+    ``jax.experimental`` spelling before)."""
+    import jax
+
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64  # type: ignore[attr-defined]  # JAX < 0.5
+
+    return enable_x64()
+
+
 def check_exports(form: Form, X: np.ndarray, label: str, *, torch_ok: bool | None = None) -> None:
     """Every numeric export of ``form`` (numpy, JAX, torch when installed, sympy) against the
     reference evaluator on ``X``; :class:`ExportMismatch` naming ``label`` and the export."""
-    want = form.reference(X)
+    try:
+        want = form.reference(X)
+    except Exception as exc:  # noqa: BLE001 - a form the reference cannot evaluate is a finding
+        raise ExportMismatch(f"{label}: the reference evaluator cannot evaluate "
+                             f"{form.expression!r}: {type(exc).__name__}: {exc}") from exc
     problems: list[str] = []
 
     def compare(name: str, compute: Callable[[], Any], dtype: np.dtype[Any]) -> None:
@@ -290,10 +306,13 @@ def check_exports(form: Form, X: np.ndarray, label: str, *, torch_ok: bool | Non
     def run_jax() -> Any:
         import jax.numpy as jnp
 
-        exported = jax_export(form)
-        return exported["callable"](jnp.asarray(X), exported["parameters"])
+        # In float64: JAX's default float32 cannot hold SI-unit data (1e-20 underflows,
+        # exp(90) overflows, 1e4 + x cancels), and the check is of the export, not of float32.
+        with _jax_float64():
+            exported = jax_export(form)
+            return exported["callable"](jnp.asarray(X), exported["parameters"])
 
-    compare("jax", run_jax, np.dtype(np.float32))
+    compare("jax", run_jax, np.dtype(np.float64))
     if torch_ok is None:
         torch_ok = torch_available()
     if torch_ok:

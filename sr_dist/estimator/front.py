@@ -15,6 +15,7 @@ which the results readers skip like ``_hydra``), with the variable names, so
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -25,8 +26,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sr_dist.formula.simplify import simplify_formula
+from sr_dist.formula import FormulaError, parse_formula
+from sr_dist.formula.simplify import simplify_formula, written_in
 from sr_dist.results import front_scores
+
+log = logging.getLogger(__name__)
 
 __all__ = ["EQUATIONS_SCHEMA", "build_equations", "constants_of", "read_record", "write_record"]
 
@@ -58,6 +62,14 @@ def constants_of(text: Any) -> dict[str, float]:
     return {str(k): (math.nan if v is None else float(v)) for k, v in raw.items()}
 
 
+def _constant_free(text: str, variables: Sequence[str]) -> str | None:
+    """``text`` if it parses with no free constants (what the default exports evaluate)."""
+    try:
+        return text if not parse_formula(text, tuple(variables)).constants else None
+    except FormulaError:
+        return None
+
+
 def build_equations(front: Sequence[Mapping[str, Any]], X: np.ndarray, y: np.ndarray,
                     variables: Sequence[str]) -> pa.Table:
     """The equations table of a Pareto front (rows sorted by complexity), each formula
@@ -68,9 +80,15 @@ def build_equations(front: Sequence[Mapping[str, Any]], X: np.ndarray, y: np.nda
         constants = constants_of(row.get("constants"))
         simple = simplify_formula(str(row["expression"]), constants, X, y, list(variables),
                                   deadline_s=SIMPLIFY_DEADLINE_S)
+        readable = _constant_free(simple.expression, variables) or written_in(
+            str(row["expression"]), constants, list(variables))
+        if readable is None:  # no finite value for a constant: nothing can evaluate it
+            log.warning("Pareto entry %s left out of equations_: its constants %s have no "
+                        "finite values", row["expression"], constants)
+            continue
         rows.append({
             "complexity": int(row["complexity"]), "loss": row.get("val_nmse"), "score": score,
-            "expression": str(row["expression"]), "simplified": simple.expression,
+            "expression": str(row["expression"]), "simplified": readable,
             "constants": row.get("constants") or "{}", "sympy_format": simple.sympy_text,
             "candidate_id": row.get("candidate_id"), "train_nmse": row.get("train_nmse"),
             "test_nmse": row.get("test_nmse"),

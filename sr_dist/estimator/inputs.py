@@ -70,6 +70,10 @@ def _arrow_matrix(table: Any) -> np.ndarray:
     return np.column_stack(columns)
 
 
+def _is_arrow_array(value: Any) -> bool:
+    return type(value).__module__.startswith("pyarrow") and hasattr(value, "to_pylist")
+
+
 def as_features(X: Any, *, what: str = "X") -> Features:
     """``X`` as an n x d float64 matrix, with its column names when it is a table."""
     names: tuple[str, ...] | None = None
@@ -80,7 +84,11 @@ def as_features(X: Any, *, what: str = "X") -> Features:
         columns = list(X.columns)
         if all(isinstance(c, str) for c in columns):
             names = tuple(columns)
-        matrix = _numbers(X.to_numpy(), what)
+        try:  # nullable columns (Int64, Float64 with pd.NA) become NaN, refused below
+            values = X.to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError):
+            values = X.to_numpy()  # not all numbers: _numbers says which
+        matrix = _numbers(values, what)
     else:
         matrix = _numbers(X, what)
     if matrix.ndim == 1:
@@ -103,7 +111,11 @@ def as_target(y: Any, rows: int) -> np.ndarray:
         raise ValueError("SymbolicRegressor requires y to be passed, but the target y is None: "
                          "fit(X, y) needs one target value per row of X")
     if hasattr(y, "to_numpy") and not _is_frame(y):  # a pandas Series or pyarrow array
-        y = y.to_numpy()
+        try:  # nulls become NaN, which the checks below refuse with the fix
+            y = (y.to_numpy(zero_copy_only=False) if _is_arrow_array(y)
+                 else y.to_numpy(dtype=float, na_value=np.nan))
+        except (TypeError, ValueError):
+            y = y.to_numpy() if not _is_arrow_array(y) else y.to_pylist()
     elif _is_frame(y) or _is_arrow_table(y):
         y = as_features(y, what="y").matrix
     target = _numbers(y, "y")

@@ -368,6 +368,9 @@ class SymbolicRegressor:
                 raise ValueError(f"no run {run_id!r} under {root}; runs there: "
                                  f"{', '.join(sorted(r['run_id'] for r in runs))}")
             record = max(matching, key=lambda r: r["updated_at"])
+        if "results_path" in params:
+            raise TypeError("from_results takes the results directory as its path argument; "
+                            "do not pass results_path too")
         estimator = cls(results_path=str(root), **{**_params_from_config(record.get("config")), **params})
         kept = read_record(root, record["run_id"])
         if kept is not None:

@@ -34,7 +34,7 @@ its closed form at 1e-13. At most :data:`MAX_CHECK_ROWS` evenly spaced rows are 
 on a 200-node formula, and a call here happens for every Pareto entry of every run. A child
 process could be killed at the deadline, but each one pays sympy's import (0.3-0.6 s measured on
 2 cores) and forking a Ray worker is unsafe. So only bounded rewrites are used (no ``simplify``,
-no ``trigsimp``, no ``expand``), each on a formula of at most ``MAX_NODES`` nodes, and they run
+no ``trigsimp``, no ``expand``), each on a formula of at most :data:`MAX_NODES` nodes (larger ones skip sympy), and they run
 in a daemon thread that the caller stops waiting for at the deadline, cheapest first: the forms
 done by then are used, a slow pass costs at worst some background CPU, never the run, and its
 result is dropped.
@@ -51,6 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -67,11 +68,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "MAX_CHECK_ROWS",
+    "MAX_NODES",
     "SIMPLIFY_ABS_TOL",
     "SIMPLIFY_REL_TOL",
     "SNAP_WINDOW",
     "Simplified",
     "simplify_formula",
+    "written_in",
     "sympy_expression",
 ]
 
@@ -83,6 +86,9 @@ SIMPLIFY_ABS_TOL = 1e-12
 SNAP_WINDOW = 1e-3
 #: At most this many rows (evenly spaced) are used for the NMSE checks.
 MAX_CHECK_ROWS = 4096
+#: Formulas larger than this skip the sympy passes: a pass cut off at the deadline keeps running
+#: in its thread, and on large trees even the cheap passes take seconds.
+MAX_NODES = 60
 #: Largest denominator of a snapped rational.
 MAX_DENOMINATOR = 12
 #: Most significant digits a constant is rounded to before it is left as fitted.
@@ -220,6 +226,11 @@ def _substitute(tree: Node, values: Mapping[str, Node]) -> Node:
         return Node(node.op, kids, node.value, node.name) if kids else node
 
     return fold_tree(tree, step)
+
+
+def _shortest_nearest(value: float, form: _Closed) -> tuple[int, float]:
+    """Order of closed forms for ``value``: the shortest text, then the nearest value."""
+    return len(form.text), abs(form.value - value)
 
 
 def _size(tree: Node) -> int:
@@ -541,8 +552,8 @@ class _Search:
         firsts: dict[str, _Closed] = {}
         for name, value in values.items():
             forms = _closed_forms(value, self.allowed)
-            if forms:
-                firsts[name] = forms[0]
+            if forms:  # the shortest, then nearest, as the one-at-a-time pass orders them
+                firsts[name] = min(forms, key=partial(_shortest_nearest, value))
         if len(firsts) > 1:
             trial = {**chosen, **{n: c.node for n, c in firsts.items()}}
             if self.fits(_tidy(_substitute(tree, trial))) is not None:
@@ -597,8 +608,25 @@ def _key(tree: Node) -> tuple[int, int]:
     return len(render(tree)), _size(tree)
 
 
-def _give_up(expression: str, raw_nmse: float, why: str) -> Simplified:
-    return Simplified(expression, expression, raw_nmse, raw_nmse, False, (why,))
+def _give_up(expression: str, raw_nmse: float, why: str,
+             written: str | None = None) -> Simplified:
+    """The raw form, with its fitted numbers written in when they are known (``written``):
+    callers evaluate ``expression`` without constants."""
+    text = written if written is not None else expression
+    return Simplified(text, text, raw_nmse, raw_nmse, False, (why,))
+
+
+def written_in(expression: str, constants: Sequence[float] | Mapping[str, float],
+               variables: Sequence[str]) -> str | None:
+    """``expression`` with the fitted values in place of its constants, or ``None`` when it
+    does not parse or a value is missing or not finite."""
+    names = tuple(str(v) for v in variables)
+    try:
+        formula = parse_formula(expression, names)
+        values = _bind(formula.constants, constants)
+    except (FormulaError, ValueError, TypeError):
+        return None
+    return render(_substitute(formula.tree, {n: _num(v) for n, v in values.items()}))
 
 
 def _sympy_text(tree: Node) -> str:
@@ -650,8 +678,13 @@ def simplify_formula(
     try:
         return _simplify(expression, constants, X, y, variables, rel_tol, deadline_s)
     except Exception as exc:  # noqa: BLE001 - a readable form is a nicety, never a failure
+        try:
+            written = written_in(str(expression), constants, variables)
+        except Exception:  # noqa: BLE001 - the same failure again: keep the text as given
+            written = None
         return _give_up(str(expression), math.inf,
-                        f"not simplified: {type(exc).__name__}: {exc} (please report this formula)")
+                        f"not simplified: {type(exc).__name__}: {exc} (please report this formula)",
+                        written)
 
 
 def _simplify(  # noqa: C901, PLR0911, PLR0912
@@ -691,7 +724,9 @@ def _simplify(  # noqa: C901, PLR0911, PLR0912
     tree = search.snap(tidy_raw, values, lambda n: n, digits=True)
     if search.fits(tree) is None:  # a snap that only fitted before tidying: keep the raw form
         tree, search.steps = raw_tree, ["kept the fitted constants (no snap fitted)"]
-    if not search.late():
+    if _size(tree) > MAX_NODES:
+        search.steps.append(f"sympy step skipped: more than {MAX_NODES} nodes")
+    elif not search.late():
         remaining = deadline - time.monotonic()
         found, finished = _with_deadline(
             lambda out: _sympy_candidates(tree, frozenset(names), out), remaining)

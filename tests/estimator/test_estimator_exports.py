@@ -79,3 +79,34 @@ def test_the_comparison_catches_a_wrong_export() -> None:
 def test_numpy_export_checks_its_width() -> None:
     with pytest.raises(ValueError, match="X must be 2-D with 2 columns"):
         numpy_export(form_of("x0 + x1", {}, VARS))(np.ones((3, 3)))
+
+
+@pytest.mark.parametrize(("expression", "low", "high"), [
+    ("c0*x0*x1", 1e-20, 2e-20),          # float32 underflows
+    ("exp(x0) + x1", 80.0, 100.0),       # float32 overflows
+    ("(x0 + 10000.3) - 10000", 0.0, 1.0),  # float32 cancels
+])
+def test_the_jax_check_is_made_in_float64(expression: str, low: float, high: float) -> None:
+    data = np.random.default_rng(2).uniform(low, high, (50, 2))
+    check_exports(form_of(expression, {"c0": 1.5}, VARS), data, "entry", torch_ok=False)
+
+
+def test_a_form_the_reference_cannot_evaluate_is_an_export_mismatch() -> None:
+    from sr_dist.estimator.exports import ExportMismatch
+
+    with pytest.raises(ExportMismatch, match="entry 3: the reference evaluator cannot evaluate"):
+        check_exports(form_of("c0*x0 + c1", {}, VARS), X, "entry 3", torch_ok=False)
+
+
+def test_equations_are_constant_free_even_when_simplifying_gives_up() -> None:
+    from sr_dist.estimator.front import build_equations
+
+    front = [
+        {"expression": "c0*x0 + x1", "constants": '{"c0": 2.0}', "complexity": 5,
+         "val_nmse": 0.0, "candidate_id": "a"},
+        {"expression": "c0*x0 + c1*x1", "constants": '{"c0": 2.0, "c1": NaN}', "complexity": 7,
+         "val_nmse": 0.5, "candidate_id": "b"},
+    ]
+    y = 2 * X[:, 0] + X[:, 1]
+    table = build_equations(front, X, y, VARS)
+    assert table["simplified"].to_pylist() == ["2*x0 + x1"]  # the NaN constant's row left out

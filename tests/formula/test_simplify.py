@@ -56,6 +56,9 @@ CASES: list[tuple[str, Sequence[float] | Mapping[str, float], tuple[str, ...], n
      lambda X: 2 * X[:, 0] ** 2, "2*x0**2"),
     # a constant that is no closed form is rounded to the fewest digits that fit: on an
     # exact fit, those that keep the NMSE under the 1e-12 floor
+    # several constants snapped at once take the shortest nearby form (pi, not 22/7)
+    ("c0*x0 + c1*x1", [3.14159, 2.0003], ("x0", "x1"), X2,
+     lambda X: np.pi * X[:, 0] + 2 * X[:, 1], "pi*x0 + 2*x1"),
     ("c0*x0 + x1", [1.23456789e-3 + 1.7], ("x0", "x1"), X2,
      lambda X: (1.7 + 1.23456789e-3) * X[:, 0] + X[:, 1], "1.701235*x0 + x1"),
 ]
@@ -217,3 +220,11 @@ def test_what_the_model_wrote_itself_is_tidied_and_said_so() -> None:
     result = simplify_formula("1*x0 + x1*1 + 0 - -(-0)", [], X2, y, ("x0", "x1"))
     assert result.expression == "x0 + x1"
     assert result.changed and result.steps == ("tidied (x*1, x + 0, -(-x) and the like)",)
+
+
+def test_what_cannot_be_simplified_comes_back_with_its_numbers_written_in() -> None:
+    from sr_dist.formula.simplify import written_in
+
+    assert written_in("c0*x0 + c1", [2.0, 0.5], ("x0", "x1")) == "2*x0 + 0.5"
+    assert written_in("c0*x0 + c1", {"c0": 2.0, "c1": math.nan}, ("x0", "x1")) is None
+    assert written_in("c0*(x0", [2.0], ("x0", "x1")) is None
