@@ -265,7 +265,7 @@ def _simplified_front(path: str, run_id: str, front: pa.Table) -> pa.Table:
             if record is None:
                 raise ScoreError(f"run {run_id!r} has no runs row (still starting, or it "
                                  "never wrote one), so its dataset is unknown")
-            dataset = load_run_dataset(record)
+            dataset = load_run_dataset(record, path)
         except ScoreError as exc:
             print(f"{PROG}: note: no simplified forms: {exc}", file=sys.stderr)
     return with_simplified(front, dataset)

@@ -29,10 +29,11 @@ import pyarrow.parquet as pq
 from sr_dist.formula import FormulaError, parse_formula
 from sr_dist.formula.simplify import simplify_formula, written_in
 from sr_dist.results import front_scores
+from sr_dist.results.run_data import RECORD_DIR, record_dir
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EQUATIONS_SCHEMA", "build_equations", "constants_of", "read_record", "write_record"]
+__all__ = ["EQUATIONS_SCHEMA", "RECORD_DIR", "build_equations", "constants_of", "read_record", "write_record"]
 
 EQUATIONS_SCHEMA = pa.schema([
     pa.field("complexity", pa.int32()),
@@ -48,8 +49,6 @@ EQUATIONS_SCHEMA = pa.schema([
     pa.field("simplified_loss", pa.float64()),
 ])
 
-#: The folder under a results path that holds the estimator's records (skipped by readers).
-RECORD_DIR = "_estimator"
 #: Seconds sympy may spend simplifying one front formula.
 SIMPLIFY_DEADLINE_S = 2.0
 
@@ -98,7 +97,7 @@ def build_equations(front: Sequence[Mapping[str, Any]], X: np.ndarray, y: np.nda
 
 
 def _record_path(results: str | os.PathLike[str], run_id: str) -> Path:
-    return Path(results) / RECORD_DIR / f"run_id={run_id}" / "equations.parquet"
+    return record_dir(results, run_id) / "equations.parquet"
 
 
 def write_record(results: str | os.PathLike[str], run_id: str, equations: pa.Table,

@@ -42,6 +42,7 @@ from sr_dist.estimator.inputs import (
     check_sample_weight,
     names_or_default,
 )
+from sr_dist.results.run_data import write_run_data
 
 __all__ = ["NotFittedError", "SymbolicRegressor"]
 
@@ -180,6 +181,9 @@ class SymbolicRegressor:
         summary = run_search(cfg, dataset=dataset, stream=out,
                              handle_signals=threading.current_thread() is threading.main_thread(),
                              keep_cluster=True)
+        # The arrays live only in this process: keep a copy with the run, so its plots, report,
+        # scores and simplified forms (sr-dist-query, sr_dist.viz) can rebuild the dataset.
+        write_run_data(summary.results_path, summary.run_id, dataset)
         if summary.best is None:
             raise RuntimeError(f"run {summary.run_id} fitted no formula ({summary.status}, "
                                f"{summary.stop_reason}); see sr-dist-query {summary.results_path} "

@@ -27,6 +27,7 @@ from sr_dist.results.query import (
     retry_on_swap,
     summarize_run,
 )
+from sr_dist.results.run_data import read_run_data, run_data_path, write_run_data
 from sr_dist.results.schema import (
     CANDIDATE_SCHEMA,
     OK_STATUS,
@@ -59,6 +60,9 @@ __all__ = [
     "RunScore",
     "ScoreError",
     "load_run_dataset",
+    "read_run_data",
+    "run_data_path",
+    "write_run_data",
     "regression_metrics",
     "score_run",
     "CANDIDATE_SCHEMA",

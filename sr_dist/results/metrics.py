@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 import pyarrow.dataset as pads
 
-from sr_dist.data import Dataset, DatasetError, load_dataset
+from sr_dist.data import ARRAYS_SCHEME, Dataset, DatasetError, load_dataset, resolve_units
 from sr_dist.formula import FormulaError, evaluate_numpy, parse_formula
 from sr_dist.results.query import ResultsNotFound, open_results, read_run
+from sr_dist.results.run_data import read_run_data
 from sr_dist.results.schema import RunRecord
 from sr_dist.results.selection import SELECTION_RULES, select_candidate
 
@@ -144,11 +145,37 @@ def _dataset_args(config_text: str | None) -> dict[str, Any]:
     return args
 
 
-def load_run_dataset(record: RunRecord) -> Dataset:
-    """The dataset ``record``'s run searched, rebuilt from its config (the same seeded split);
-    :class:`ScoreError` says why when it cannot be (no config, a CSV that moved)."""
+def _config_units(config_text: str | None) -> Any:
+    """The run config's ``dataset.units`` (``None`` when it has none or cannot be read)."""
     try:
-        return load_dataset(**_dataset_args(record.config))
+        import yaml
+
+        cfg = yaml.safe_load(config_text or "")
+    except Exception:  # noqa: BLE001 - _dataset_args reports an unreadable config
+        return None
+    d = cfg.get("dataset") if isinstance(cfg, Mapping) else None
+    return d.get("units") if isinstance(d, Mapping) else None
+
+
+def load_run_dataset(record: RunRecord,
+                     results: str | os.PathLike[str] | None = None) -> Dataset:
+    """The dataset ``record``'s run searched, with the same seeded split; :class:`ScoreError`
+    says why when it cannot be rebuilt (no config, a CSV that moved, a missing arrays file).
+
+    A run of files or Feynman equations is loaded again from its config. A run of in-memory
+    arrays (``arrays:<hash>``, a ``SymbolicRegressor`` fit) is read back from the copy the
+    estimator kept under ``results`` (the run's results path), with its config's units.
+    """
+    try:
+        if not str(record.dataset).startswith(ARRAYS_SCHEME):
+            return load_dataset(**_dataset_args(record.config))
+        if results is None:
+            raise ScoreError(f"run {record.run_id} searched arrays held in memory; pass its "
+                             "results path (load_run_dataset(record, results=PATH)) to read "
+                             "the copy kept there")
+        dataset = read_run_data(results, record.run_id, name=record.dataset)
+        units = _config_units(record.config)
+        return dataset if units is None else dataset.with_units(resolve_units(units, dataset))
     except DatasetError as exc:
         raise ScoreError(f"the run's dataset cannot be rebuilt: {exc}") from exc
 
@@ -161,9 +188,10 @@ def score_run(path: str | os.PathLike[str], run_id: str, *, candidate_id: str | 
     ``select`` is a rule of :func:`sr_dist.results.select_candidate`: ``best`` is the runs
     row's ``best_candidate_id`` (lowest validation NMSE), ``parsimony`` the PySR-style pick
     that resists overfitting noisy data. The expression and constants come from the candidates
-    table. The dataset is rebuilt from the
-    runs row's config (``dataset.source/n/seed/noise/target/split``) unless ``dataset`` is
-    given. Predictions are computed in float64 numpy (``sr_dist.formula.evaluate_numpy``).
+    table. The dataset is rebuilt from the runs row's config
+    (``dataset.source/n/seed/noise/target/split``; an estimator run's arrays from the copy
+    under ``path``, :func:`load_run_dataset`) unless ``dataset`` is given. Predictions are
+    computed in float64 numpy (``sr_dist.formula.evaluate_numpy``).
     Raises :class:`ScoreError` with the reason when the run cannot be scored.
     """
     if split not in ("train", "val", "test"):
@@ -198,10 +226,7 @@ def score_run(path: str | os.PathLike[str], run_id: str, *, candidate_id: str | 
         raise ScoreError(f"candidate {wanted!r} has unreadable constants: {exc}") from exc
     constants = {k: (math.nan if v is None else float(v)) for k, v in raw.items()}
     if dataset is None:
-        try:
-            dataset = load_dataset(**_dataset_args(record.config))
-        except DatasetError as exc:
-            raise ScoreError(f"the run's dataset cannot be rebuilt: {exc}") from exc
+        dataset = load_run_dataset(record, path)
     X = {"train": dataset.X_train, "val": dataset.X_val, "test": dataset.X_test}[split]
     y = {"train": dataset.y_train, "val": dataset.y_val, "test": dataset.y_test}[split]
     if len(y) == 0:

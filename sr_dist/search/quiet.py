@@ -14,7 +14,9 @@ Where the other lines come from, and where they go unless ``--verbose`` (or ``hy
 - The actors' output that Ray forwards to the driver (``log_to_driver``): :func:`route_worker_output`
   replaces Ray's printer with one that prints sr-dist's own lines (the actors' ``sr_dist``
   loggers write them in the console's format, :func:`setup_actor_logging`) and logs the rest to
-  the job log.
+  the job log: tracebacks and error lines at ERROR, so they reach the console too. Only when
+  there is a job log (``sr-dist``): called from Python (the estimator, a notebook) the actors'
+  output is printed by Ray as usual, for there is nowhere else it would be kept.
 
 Errors stay on the console whoever logs them: a quiet run hides noise, never a failure.
 """
@@ -34,7 +36,9 @@ __all__ = [
     "CONSOLE_FORMAT",
     "VERBOSE_ENV",
     "OwnRecords",
+    "is_error_line",
     "is_own_line",
+    "keeps_worker_output",
     "log_file",
     "native_stderr_to",
     "route_ray_logging",
@@ -122,21 +126,68 @@ def route_ray_logging() -> None:
     ray_logger.propagate = True
 
 
-def _forward(data: dict[str, Any], printer: Any, events: Any = None) -> None:
+#: The first line of a Python traceback, and the lines that chain one traceback to the next.
+_TRACEBACK_START = re.compile(r"(Exception Group )?Traceback \(most recent call last\):")
+_TRACEBACK_CHAIN = re.compile(r"(During handling of the above exception|The above exception "
+                              r"was the direct cause)")
+#: A line another library writes at level ERROR or above: ``RuntimeError: ...``,
+#: ``ERROR:jax:...``, ``Fatal Python error: ...``, ``CRITICAL``.
+_ERROR_LINE = re.compile(r"\w*(Error|Exception):|\bERROR\b|\bFatal\b|\bFATAL\b|\bCRITICAL\b")
+
+
+def is_error_line(line: str) -> bool:
+    """A line that reports an error (of level ERROR or above), whoever wrote it."""
+    return _ERROR_LINE.search(line) is not None or _TRACEBACK_CHAIN.match(line) is not None
+
+
+def _forward(data: dict[str, Any], printer: Any, events: Any = None,
+             tracebacks: set[Any] | None = None) -> None:
     """Ray's printer for sr-dist's lines of a batch; the job log for the others (of the
-    autoscaler's, only its events, as Ray's own printer does)."""
+    autoscaler's, only its events, as Ray's own printer does), at ERROR (so on the console
+    too) for tracebacks and error lines: a quiet run never hides a failure.
+
+    ``tracebacks``: the pids whose output is inside a traceback (a traceback may span batches);
+    a block runs from ``Traceback (most recent call last):`` to its first unindented line, the
+    ``XxxError: ...`` line."""
     lines = [str(line) for line in data.get("lines", ())]
     if data.get("pid") == "autoscaler":
         lines = list(events(lines)) if events is not None else []
-    own = [line for line in lines if is_own_line(line)]
+    inside = _TRACEBACKS if tracebacks is None else tracebacks
+    pid = data.get("pid")
+    who = data.get("actor_name") or data.get("task_name")
+    prefix = f"({who} pid={pid}) " if who else f"(pid={pid}) "
+    log = logging.getLogger(WORKER_OUTPUT_LOGGER)
+    own: list[str] = []  # consecutive own lines, printed together and in order
+    for line in lines:
+        if is_own_line(line):
+            own.append(line)
+            continue
+        if own:
+            printer({**data, "lines": own})
+            own = []
+        if _TRACEBACK_START.match(line.lstrip()):
+            inside.add(pid)
+            error = True
+        elif pid in inside:
+            error = True
+            if line and not line[0].isspace():  # the exception's own line ends the block
+                inside.discard(pid)
+        else:
+            error = is_error_line(line)
+        log.log(logging.ERROR if error else logging.INFO, "%s%s", prefix, line)
     if own:
         printer({**data, "lines": own})
-    who = data.get("actor_name") or data.get("task_name")
-    prefix = f"({who} pid={data.get('pid')}) " if who else f"(pid={data.get('pid')}) "
-    log = logging.getLogger(WORKER_OUTPUT_LOGGER)
-    for line in lines:
-        if not is_own_line(line):
-            log.info("%s%s", prefix, line)
+
+
+#: :func:`_forward`'s default record of the pids inside a traceback.
+_TRACEBACKS: set[Any] = set()
+
+
+def keeps_worker_output() -> bool:
+    """Whether a run should route the actors' output (:func:`route_worker_output`): quiet,
+    with a job log to keep what the console leaves out. From Python (the estimator, a
+    notebook) there is none, so Ray prints the actors' output as usual."""
+    return not verbose() and log_file() is not None
 
 
 def route_worker_output() -> bool:
@@ -153,8 +204,8 @@ def route_worker_output() -> bool:
     printer = functools.partial(worker.print_to_stdstream, ignore_prefix=False)
     dispatcher.remove_handler("ray_print_logs")
     events = getattr(worker, "filter_autoscaler_events", None)
-    dispatcher.add_handler("ray_print_logs",
-                           functools.partial(_forward, printer=printer, events=events))
+    dispatcher.add_handler("ray_print_logs", functools.partial(
+        _forward, printer=printer, events=events, tracebacks=set()))
     return True
 
 

@@ -83,7 +83,9 @@ def init_ray(settings: Settings) -> bool:
     except Exception as exc:  # noqa: BLE001 - a clear message instead of a Ray traceback
         where = settings.ray.address or "a new local cluster"
         raise SearchError(f"could not start Ray ({where}): {type(exc).__name__}: {exc}") from exc
-    if not loud and not quiet.route_worker_output():
+    # Without a job log (run_search from Python) nothing would keep the actors' other
+    # lines: Ray prints them as usual.
+    if quiet.keeps_worker_output() and not quiet.route_worker_output():
         log.debug("Ray's printer of the actors' output is not where sr-dist expects it; the "
                   "actors' lines go to the console unfiltered")
     return True

@@ -155,7 +155,7 @@ def fit_points(view: RunView, index: int | None = None, split: str = "test",
         if view.record is None:
             raise VizError(f"run {view.run_id} has no runs row yet, so its dataset is unknown")
         try:
-            dataset = load_run_dataset(view.record)
+            dataset = load_run_dataset(view.record, view.path)
         except ScoreError as exc:
             raise VizError(str(exc)) from exc
     X = {"train": dataset.X_train, "val": dataset.X_val, "test": dataset.X_test}[split]

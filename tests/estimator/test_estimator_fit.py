@@ -1,9 +1,12 @@
 """SymbolicRegressor on a real local Ray cluster: the issue's acceptance problem fitted once for
-the module (2.5*x0**2 + sin(x1), max_seconds=60), and everything read from that fit; a second,
-short fit continues it (warm_start). Two real searches in all."""
+the module (2.5*x0**2 + sin(x1), max_seconds=60), and everything read from that fit (its
+plots and sr-dist-query too); a second, short fit continues it (warm_start). Two real searches
+in all."""
 
 from __future__ import annotations
 
+import io
+import json
 import pickle
 from pathlib import Path
 
@@ -16,7 +19,9 @@ import torch
 from omegaconf import OmegaConf
 
 from sr_dist import SymbolicRegressor
-from sr_dist.results import open_results, read_run, select_candidate
+from sr_dist.query_cli import run as query
+from sr_dist.results import open_results, read_run, run_data_path, select_candidate
+from sr_dist.viz import load_run, save_plot
 
 pytestmark = [
     pytest.mark.slow,
@@ -150,6 +155,19 @@ def test_from_results(fitted: SymbolicRegressor) -> None:
     assert same.best_ == fitted.best_
     with pytest.raises(ValueError, match="no run 'nope'"):
         SymbolicRegressor.from_results(fitted.results_path_, run_id="nope")
+
+
+def test_the_run_can_be_plotted_and_simplified(fitted: SymbolicRegressor, tmp_path: Path) -> None:
+    # The arrays lived only in memory; the copy kept with the run rebuilds its dataset.
+    view = load_run(fitted.results_path_, fitted.run_id_)
+    info = save_plot("fit", view, tmp_path / "fit.png")
+    assert info.kind == "fit" and info.image and (tmp_path / "fit.png").stat().st_size > 0
+    assert run_data_path(fitted.results_path_, fitted.run_id_).is_file()
+    out = io.StringIO()
+    assert query([fitted.results_path_, "--run", fitted.run_id_, "--format", "json"], out) == 0
+    simplified = [row["simplified"] for row in json.loads(out.getvalue())]
+    assert simplified and all(simplified)
+    assert "2.5*x0**2 + sin(x1)" in simplified
 
 
 def test_warm_start_continues_the_run(fitted: SymbolicRegressor) -> None:
