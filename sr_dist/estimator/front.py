@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from sr_dist.formula import FormulaError, parse_formula
 from sr_dist.formula.simplify import simplify_formula, written_in
-from sr_dist.results import front_scores
+from sr_dist.results import constants_from_json, front_scores
 from sr_dist.results.run_data import RECORD_DIR, record_dir
 
 log = logging.getLogger(__name__)
@@ -55,10 +55,7 @@ SIMPLIFY_DEADLINE_S = 2.0
 
 def constants_of(text: Any) -> dict[str, float]:
     """A row's ``constants`` JSON as name -> value (``null``, a non-finite fit, becomes NaN)."""
-    if not text:
-        return {}
-    raw = json.loads(text) if isinstance(text, str) else dict(text)
-    return {str(k): (math.nan if v is None else float(v)) for k, v in raw.items()}
+    return constants_from_json(text)
 
 
 def _constant_free(text: str, variables: Sequence[str]) -> str | None:

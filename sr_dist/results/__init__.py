@@ -12,6 +12,7 @@ from sr_dist.results.metrics import (
     load_run_dataset,
     regression_metrics,
     score_run,
+    split_predictions,
 )
 from sr_dist.results.query import (
     PARETO_METRICS,
@@ -38,6 +39,7 @@ from sr_dist.results.schema import (
     RunRecord,
     candidate_id,
     candidate_row,
+    constants_from_json,
     constants_json,
     normalize_row,
     status_of,
@@ -64,6 +66,7 @@ __all__ = [
     "run_data_path",
     "write_run_data",
     "regression_metrics",
+    "split_predictions",
     "score_run",
     "CANDIDATE_SCHEMA",
     "OK_STATUS",
@@ -84,6 +87,7 @@ __all__ = [
     "best_candidate",
     "candidate_id",
     "candidate_row",
+    "constants_from_json",
     "constants_json",
     "duckdb_connection",
     "existing_candidate_ids",

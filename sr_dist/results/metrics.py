@@ -21,7 +21,6 @@ dataset that run searched, rebuilt from its ``runs`` row's config.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -35,10 +34,10 @@ from sr_dist.data import ARRAYS_SCHEME, Dataset, DatasetError, load_dataset, res
 from sr_dist.formula import FormulaError, evaluate_numpy, parse_formula
 from sr_dist.results.query import ResultsNotFound, open_results, read_run
 from sr_dist.results.run_data import read_run_data
-from sr_dist.results.schema import RunRecord
+from sr_dist.results.schema import RunRecord, constants_from_json
 from sr_dist.results.selection import SELECTION_RULES, select_candidate
 
-__all__ = ["DEFAULT_TAUS", "RunScore", "ScoreError", "load_run_dataset", "regression_metrics",
+__all__ = ["DEFAULT_TAUS", "RunScore", "ScoreError", "load_run_dataset", "regression_metrics", "split_predictions",
            "score_run"]
 
 #: The tolerances reported by default (LLM-SRBench reports τ = 0.1).
@@ -180,6 +179,22 @@ def load_run_dataset(record: RunRecord,
         raise ScoreError(f"the run's dataset cannot be rebuilt: {exc}") from exc
 
 
+def split_predictions(expression: str, constants: Mapping[str, float], dataset: Dataset,
+                      split: str, *, what: str = "the formula") -> tuple[np.ndarray, np.ndarray]:
+    """``(y, predictions)`` of a fitted formula on ``split`` of ``dataset``, in float64 numpy;
+    :class:`ScoreError` for an empty split or a formula that cannot be evaluated."""
+    X = {"train": dataset.X_train, "val": dataset.X_val, "test": dataset.X_test}[split]
+    y = {"train": dataset.y_train, "val": dataset.y_val, "test": dataset.y_test}[split]
+    if len(y) == 0:
+        raise ScoreError(f"the dataset's {split} split is empty; pick another split")
+    try:
+        formula = parse_formula(expression, dataset.feature_names)
+        pred = evaluate_numpy(formula, X, dataset.feature_names, constants)
+    except (FormulaError, ValueError, KeyError) as exc:
+        raise ScoreError(f"{what} cannot be evaluated: {exc}") from exc
+    return np.asarray(y, dtype=np.float64), np.asarray(pred)
+
+
 def score_run(path: str | os.PathLike[str], run_id: str, *, candidate_id: str | None = None,
               split: str = "test", taus: Sequence[float] = DEFAULT_TAUS,
               dataset: Any | None = None, select: str = "best") -> RunScore:
@@ -221,21 +236,13 @@ def score_run(path: str | os.PathLike[str], run_id: str, *, candidate_id: str | 
         raise ScoreError(f"candidate {wanted!r} of run {run_id!r} is not in the candidates table")
     row = table.slice(0, 1).to_pylist()[0]
     try:
-        raw = json.loads(row["constants"]) if row["constants"] else {}
-    except json.JSONDecodeError as exc:
+        constants = constants_from_json(row["constants"])
+    except ValueError as exc:
         raise ScoreError(f"candidate {wanted!r} has unreadable constants: {exc}") from exc
-    constants = {k: (math.nan if v is None else float(v)) for k, v in raw.items()}
     if dataset is None:
         dataset = load_run_dataset(record, path)
-    X = {"train": dataset.X_train, "val": dataset.X_val, "test": dataset.X_test}[split]
-    y = {"train": dataset.y_train, "val": dataset.y_val, "test": dataset.y_test}[split]
-    if len(y) == 0:
-        raise ScoreError(f"the dataset's {split} split is empty")
-    try:
-        formula = parse_formula(row["expression"], dataset.feature_names)
-        pred = evaluate_numpy(formula, X, dataset.feature_names, constants)
-    except (FormulaError, ValueError, KeyError) as exc:
-        raise ScoreError(f"candidate {wanted!r} cannot be evaluated: {exc}") from exc
+    y, pred = split_predictions(row["expression"], constants, dataset, split,
+                                what=f"candidate {wanted!r}")
     return RunScore(run_id=run_id, dataset=record.dataset, candidate_id=wanted,
                     expression=row["expression"], constants=constants, split=split,
                     metrics=regression_metrics(y, pred, taus))

@@ -163,6 +163,18 @@ def constants_json(constants: Mapping[str, Any] | None) -> str | None:
     return json.dumps(out, allow_nan=False, separators=(",", ":"))
 
 
+def constants_from_json(value: Any) -> dict[str, float]:
+    """The inverse of :func:`constants_json`: a row's ``constants`` (JSON text, or a mapping)
+    as name -> float, null (a non-finite fit) as NaN. ``ValueError`` (``json.JSONDecodeError``
+    is one) for text that is not a JSON object."""
+    if value is None or value == "":
+        return {}
+    raw = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"constants must be a JSON object, got {type(raw).__name__}")
+    return {str(k): (math.nan if v is None else float(v)) for k, v in raw.items()}
+
+
 def _get(obj: Any, name: str) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(name)

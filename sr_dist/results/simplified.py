@@ -12,7 +12,6 @@ Results are cached per (dataset, expression, constants) in this process, because
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -24,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from sr_dist.formula import Simplified, simplify_formula
+from sr_dist.results.schema import constants_from_json
 
 __all__ = ["CACHE_SIZE", "ENTRY_DEADLINE_S", "LISTING_BUDGET_S", "check_rows", "simplify_entries",
            "simplify_entry", "with_simplified"]
@@ -46,16 +46,6 @@ def check_rows(dataset: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(dataset.X_train), np.asarray(dataset.y_train)
 
 
-def _constants(value: Any) -> dict[str, float]:
-    """Constants from a row: JSON text (as Parquet stores them) or a mapping; null is nan."""
-    if value is None or value == "":
-        return {}
-    raw = json.loads(value) if isinstance(value, str) else value
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"constants must be a JSON object, got {type(raw).__name__}")
-    return {str(k): (math.nan if v is None else float(v)) for k, v in raw.items()}
-
-
 def _unchanged(expression: str, why: str) -> Simplified:
     return Simplified(expression, expression, math.inf, math.inf, False, (why,))
 
@@ -64,7 +54,7 @@ def simplify_entry(expression: str, constants: Any, dataset: Any, *,
                    deadline_s: float = ENTRY_DEADLINE_S) -> Simplified:
     """One row's simplified form on the dataset's check rows; never raises."""
     try:
-        values = _constants(constants)
+        values = constants_from_json(constants)
         X, y = check_rows(dataset)
         names = tuple(dataset.feature_names)
     except (ValueError, TypeError, AttributeError) as exc:

@@ -20,18 +20,19 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from sr_dist.candidate import NMSE_RESOLUTION
-from sr_dist.formula import FormulaError, evaluate_numpy, parse_formula
 from sr_dist.results import (
     OK_STATUS,
     SELECTION_RULES,
     RunRecord,
     ScoreError,
+    constants_from_json,
     load_run_dataset,
     open_results,
     pareto_front,
     read_run,
     regression_metrics,
     select_candidate,
+    split_predictions,
 )
 
 __all__ = [
@@ -82,13 +83,10 @@ class FitPoints:
 
 def parse_constants(text: str | None) -> dict[str, float]:
     """A candidate's ``constants`` JSON as floats (null, a non-finite fit, is NaN)."""
-    if not text:
-        return {}
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise VizError(f"unreadable constants {text[:40]!r}: {exc}") from exc
-    return {str(k): (math.nan if v is None else float(v)) for k, v in raw.items()}
+        return constants_from_json(text)
+    except ValueError as exc:
+        raise VizError(f"unreadable constants {str(text)[:40]!r}: {exc}") from exc
 
 
 def latest_run_id(path: str | os.PathLike[str]) -> str:
@@ -158,16 +156,11 @@ def fit_points(view: RunView, index: int | None = None, split: str = "test",
             dataset = load_run_dataset(view.record, view.path)
         except ScoreError as exc:
             raise VizError(str(exc)) from exc
-    X = {"train": dataset.X_train, "val": dataset.X_val, "test": dataset.X_test}[split]
-    y = {"train": dataset.y_train, "val": dataset.y_val, "test": dataset.y_test}[split]
-    if len(y) == 0:
-        raise VizError(f"the dataset's {split} split is empty; pick another split")
     try:
-        formula = parse_formula(row["expression"], dataset.feature_names)
-        pred = evaluate_numpy(formula, X, dataset.feature_names, parse_constants(row["constants"]))
-    except (FormulaError, KeyError, ValueError) as exc:
-        raise VizError(f"front formula {i} cannot be evaluated: {exc}") from exc
-    y_true = np.asarray(y, dtype=np.float64)
+        y_true, pred = split_predictions(row["expression"], parse_constants(row["constants"]),
+                                         dataset, split, what=f"front formula {i}")
+    except ScoreError as exc:
+        raise VizError(str(exc)) from exc
     return FitPoints(row=row, index=i, split=split, y_true=y_true, y_pred=np.asarray(pred),
                      metrics=regression_metrics(y_true, pred))
 
