@@ -8,6 +8,7 @@ agent's own trouble: a model that cannot be built or an episode that crashes bec
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import logging
@@ -21,6 +22,7 @@ from sr_dist.models.circuit import DEFAULT_FAILURES
 from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.sr import build_agent as wire_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS
+from sr_dist.sr.state import EpisodeState
 
 __all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode"]
 
@@ -29,6 +31,8 @@ log = logging.getLogger(__name__)
 #: Training rows shared with the proposer in ``context.info["sample"]`` (evolve's data-driven
 #: seeding reads them; LLM providers never see ``info``).
 SAMPLE_ROWS = 500
+#: Longest wait, after an episode ends, for fits its cut-off tool calls still record.
+SETTLE_FITS_S = 60.0
 
 
 def agent_seed(run_seed: int, agent_id: int) -> int:
@@ -160,6 +164,19 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
     return agent
 
 
+async def _settle_fits(agent: Any, agent_id: int) -> None:
+    """Wait for fits the loop stopped waiting for (a tool call cut off by the deadline still
+    records its candidates when its fit returns), so the rows the episode's outcome counts are
+    all the rows it sent."""
+    state = getattr(getattr(agent, "episode", None), "episode", None)
+    if not isinstance(state, EpisodeState) or not state.fits_in_progress:
+        return
+    if not await asyncio.to_thread(state.wait_for_fits, SETTLE_FITS_S):
+        log.warning("agent %d: %d fit(s) still under way %.0f s after the episode ended; rows "
+                    "they record later are written but not counted in rows_sent", agent_id,
+                    state.fits_in_progress, SETTLE_FITS_S)
+
+
 async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
                       cancel_event: threading.Event | None = None) -> AgentOutcome:
     """Run one episode to its end; every failure is reported in the outcome, never raised."""
@@ -188,6 +205,7 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
     finally:
         if toolset is not None:
             await toolset.aclose()
+        await _settle_fits(agent, spec.agent_id)
     best = result.best
     return AgentOutcome(
         agent_id=spec.agent_id,

@@ -274,17 +274,21 @@ class _FormulaTool(BaseTool[EpisodeContext]):
         return fits
 
     def _fit(self, expressions: list[str]) -> tuple[list[Any], tuple[Candidate, ...]]:
-        """Fit, record (archive and recorder) and return the fits and their candidates."""
-        try:
-            fits = evaluate_expressions(self.context, expressions)
-        except Exception as exc:  # the evaluator is down or broken: a tool failure, not a bad formula
-            raise EvaluatorFailure(
-                f"the evaluator could not fit the batch ({type(exc).__name__}: {exc}); "
-                "nothing was evaluated, try again"
-            ) from exc
-        fits = with_dimensions(fits, self.context.dataset,
-                               dimensionless_constants=self.context.dimensionless_constants)
-        return fits, self._record(fits)
+        """Fit, record (archive and recorder) and return the fits and their candidates.
+
+        Under :meth:`EpisodeState.fitting`: the loop may stop waiting for this call at its
+        deadline, and the episode's row count waits for the fits it still records."""
+        with self.context.episode.fitting():
+            try:
+                fits = evaluate_expressions(self.context, expressions)
+            except Exception as exc:  # the evaluator is down or broken: a tool failure, not a bad formula
+                raise EvaluatorFailure(
+                    f"the evaluator could not fit the batch ({type(exc).__name__}: {exc}); "
+                    "nothing was evaluated, try again"
+                ) from exc
+            fits = with_dimensions(fits, self.context.dataset,
+                                   dimensionless_constants=self.context.dimensionless_constants)
+            return fits, self._record(fits)
 
     def _record(self, fits: Sequence[Any]) -> tuple[Candidate, ...]:
         episode = self.context.episode

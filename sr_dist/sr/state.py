@@ -9,9 +9,10 @@ ordering and Pareto rules live in :mod:`sr_dist.candidate`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +106,11 @@ class EpisodeState:
         self._tool_call_id: str | None = None
         self._submission: Submission | None = None
         self._recording_errors = 0
+        #: Fits under way (fitted, not yet recorded): a tool call the loop stopped waiting for
+        #: at the deadline still records its fits when they return, and whoever counts the
+        #: episode's rows waits for them (:meth:`wait_for_fits`).
+        self._fitting = 0
+        self._settled = threading.Condition(self._lock)
 
     @property
     def step(self) -> int:
@@ -143,6 +149,28 @@ class EpisodeState:
     def recording_errors(self) -> int:
         with self._lock:
             return self._recording_errors
+
+    @contextlib.contextmanager
+    def fitting(self) -> Iterator[None]:
+        """Mark a fit-and-record under way for the duration of the block."""
+        with self._lock:
+            self._fitting += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._fitting -= 1
+                self._settled.notify_all()
+
+    @property
+    def fits_in_progress(self) -> int:
+        with self._lock:
+            return self._fitting
+
+    def wait_for_fits(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` until no fit is under way; ``True`` when none is."""
+        with self._lock:
+            return self._settled.wait_for(lambda: self._fitting == 0, timeout=timeout_s)
 
     def __repr__(self) -> str:
         return f"EpisodeState(agent_id={self.agent_id}, step={self.step}, submitted={self.submission is not None})"

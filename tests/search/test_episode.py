@@ -73,3 +73,37 @@ def test_search_tools_are_the_only_formula_tools_the_agent_gets() -> None:
     assert "best_formulas" not in only.context.system  # the prompt names only the tools it has
     every = build_agent(_spec(), dataset, evaluator, None, threading.Event())
     assert every.catalog.names() == ("evaluate_formulas", "data_summary", "best_formulas", "submit_formula")
+
+
+class _SlowEvaluator:
+    """The real evaluator, answering each batch only after ``delay_s`` (a replica lost mid-fit
+    and the batch resent elsewhere, as the node-loss test sees)."""
+
+    def __init__(self, inner: Evaluator, delay_s: float) -> None:
+        self.inner, self.delay_s = inner, delay_s
+
+    def fit_many(self, formulas: list[str]) -> list[Any]:
+        import time
+
+        time.sleep(self.delay_s)
+        return self.inner.fit_many(formulas)
+
+
+def test_fits_cut_off_by_the_deadline_are_recorded_before_the_episode_returns() -> None:
+    """The loop stops waiting for a tool call at its deadline, but the call's thread still
+    fits and records its candidates; the episode returns only after they are recorded, so
+    the rows the actor counts (recorder.recorded) are all the rows it sent."""
+    import time
+
+    dataset = load_dataset("feynman:I.12.11", n=200)
+    rows: list[dict[str, Any]] = []
+    recorder = CandidateRecorder("r", 1, "evolve", dataset.name, rows.extend)
+    slow = _SlowEvaluator(Evaluator(dataset), delay_s=3.0)
+    scripted = {"provider": "scripted", "formulas_per_call": 8, "structures": 16}
+    outcome = asyncio.run(run_episode(_spec(model=scripted, deadline_s=1.0, max_turns=5),
+                                      dataset, slow, recorder))
+    assert (outcome.stop_reason, outcome.tool_calls) == ("deadline", 1), outcome
+    counted = recorder.recorded
+    assert counted == len(rows) > 0  # the cut-off call's fits, recorded before the return
+    time.sleep(2.0)  # nothing arrives after the episode has returned
+    assert recorder.recorded == len(rows) == counted
