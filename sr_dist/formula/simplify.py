@@ -61,7 +61,7 @@ from .errors import FormulaError
 from .nodes import NAMED_NUMBERS, Node
 from .numeric import evaluate_numpy
 from .render import format_number, render, to_sympy
-from .tree import fold_tree, iter_nodes
+from .tree import fold_tree, iter_nodes, replace_leaves
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import sympy  # type: ignore[import-untyped]  # sympy ships no type information
@@ -220,12 +220,7 @@ def _tidy(tree: Node) -> Node:
 
 
 def _substitute(tree: Node, values: Mapping[str, Node]) -> Node:
-    def step(node: Node, kids: tuple[Node, ...]) -> Node:
-        if node.op == "const" and node.name in values:
-            return values[str(node.name)]
-        return Node(node.op, kids, node.value, node.name) if kids else node
-
-    return fold_tree(tree, step)
+    return replace_leaves(tree, "const", values)
 
 
 def _shortest_nearest(value: float, form: _Closed) -> tuple[int, float]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol, Self, TypeVar
 
 from .errors import FormulaError
 from .nodes import BINARY_OPS, IDENT_RE, LEAF_OPS, UNARY_OPS, Node
 
-__all__ = ["Tree", "fold_tree", "iter_nodes", "validate_tree"]
+__all__ = ["Tree", "fold_tree", "iter_nodes", "replace_leaves", "validate_tree"]
 
 
 class Tree(Protocol):
@@ -68,6 +68,18 @@ def fold_tree(root: N, fn: Callable[[N, tuple[T, ...]], T]) -> T:
             for child in reversed(node.args):
                 stack.append((child, False))
     return out[0]
+
+
+def replace_leaves(root: Node, op: str, values: Mapping[str, Node]) -> Node:
+    """``root`` with each ``op`` leaf (``"const"`` or ``"var"``) named in ``values`` replaced by
+    its tree (fitted constants written in, placeholders expanded); other nodes are kept."""
+
+    def step(node: Node, kids: tuple[Node, ...]) -> Node:
+        if node.op == op and node.name in values:
+            return values[str(node.name)]
+        return Node(node.op, kids, node.value, node.name) if kids else node
+
+    return fold_tree(root, step)
 
 
 def iter_nodes(root: N) -> Iterator[N]:

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from sr_dist.formula import Node, fold_tree
+from sr_dist.formula import Node
+from sr_dist.formula.tree import replace_leaves
 from sr_dist.sr.evolve.seeding import (
     Sample,
     _basis,
@@ -251,13 +252,7 @@ PI_SHAPES: tuple[Callable[[Node], Node], ...] = (
 
 def _substitute(tree: Node, groups: Mapping[str, Node]) -> Node:
     """``tree`` with each placeholder variable replaced by its π group's monomial."""
-
-    def fold(node: Node, kids: tuple[Node, ...]) -> Node:
-        if node.op == "var" and node.name in groups:
-            return groups[str(node.name)]
-        return Node(node.op, kids, node.value, node.name) if kids else node
-
-    return fold_tree(tree, fold)
+    return replace_leaves(tree, "var", groups)
 
 
 def pi_library(variables: Sequence[str], units: Mapping[str, Sequence[Fraction]],
