@@ -39,8 +39,11 @@ pytestmark = [
 BIN = Path(sys.executable).parent
 RAY = str(BIN / "ray")
 #: GCS health checks every second, a node declared dead after two misses.
-FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
-               "RAY_health_check_failure_threshold": "2",
+# Node loss is seen in seconds, not Ray's default half minute; not faster than this, or a
+# loaded machine's worker misses its checks, is declared dead before the test kills it, and no
+# actor is ever placed there (seen at load average 60 with a 1 s timeout and 2 misses).
+FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "3000",
+               "RAY_health_check_failure_threshold": "5",
                "RAY_health_check_initial_delay_ms": "1000"}
 
 
@@ -81,9 +84,25 @@ def get(path):
         return json.load(response)["data"]["result"]["result"]
 try:
     node = {n["node_id"] for n in get("nodes") if n.get("node_ip") == sys.argv[2] and n.get("state") == "ALIVE"}
-    print(json.dumps({cls: sum(1 for a in get("actors") if a.get("class_name") == cls and a.get("state") == "ALIVE" and a.get("node_id") in node) for cls in sys.argv[3:]}))
+    placed = {cls: sum(1 for a in get("actors") if a.get("class_name") == cls and a.get("state") == "ALIVE" and a.get("node_id") in node) for cls in sys.argv[3:]}
+    print(json.dumps({**placed, "node_alive": bool(node)}))
+except (OSError, ValueError, KeyError) as exc:
+    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+"""
+
+
+#: sr-dist's actors not yet dead anywhere in the cluster (``-1``: the state API did not answer).
+LIVE_ACTORS = """
+import json, os, sys, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/api/v0/actors?limit=1000"
+request = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["RAY_AUTH_TOKEN"]})
+try:
+    with urllib.request.urlopen(request, timeout=5) as response:
+        actors = json.load(response)["data"]["result"]["result"]
+    ours = ("AgentActor", "EvaluatorActor", "ResultWriter", "DatasetHolder")
+    print(sum(1 for a in actors if a.get("class_name") in ours and a.get("state") != "DEAD"))
 except (OSError, ValueError, KeyError):
-    print("{}")
+    print(-1)
 """
 
 
@@ -188,13 +207,34 @@ class Cluster:
     def jobs(self) -> str:
         return f"http://127.0.0.1:{self.dashboard}"
 
-    def on_worker(self, *classes: str) -> dict[str, int]:
-        """How many live actors of each class Ray has placed on the worker node (127.0.0.2)."""
+    def wait_until_idle(self, timeout_s: float = 120) -> None:
+        """Wait until no sr-dist actor of an earlier test is alive: an evaluator of a stopped job still
+        holding the worker's one CPU would make the next run's SPREAD placement put both
+        replicas (and every agent) on the head."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            done = subprocess.run([*self.prefix, sys.executable, "-c", LIVE_ACTORS,
+                                   str(self.dashboard)], env=_env(), capture_output=True,
+                                  text=True, timeout=60)
+            live = int(done.stdout.strip() or -1)
+            if live == 0:
+                return
+            assert time.monotonic() < deadline, f"earlier actors still alive: {live}"
+            time.sleep(1)
+
+    def on_worker(self, *classes: str) -> dict[str, Any]:
+        """How many live actors of each class Ray has placed on the worker node (127.0.0.2),
+        and ``node_alive``; ``error`` instead when the state API did not answer (load)."""
         done = subprocess.run([*self.prefix, sys.executable, "-c", ON_NODE, str(self.dashboard),
                                "127.0.0.2", *classes],
                               env=_env(), capture_output=True, text=True, timeout=60)
-        placed = json.loads(done.stdout.strip() or "{}")
-        return {cls: int(placed.get(cls, 0)) for cls in classes}
+        try:
+            placed: dict[str, Any] = json.loads(done.stdout.strip())
+        except ValueError:
+            return {"error": f"the probe printed {done.stdout[-300:]!r} {done.stderr[-300:]!r}"}
+        return placed if "error" in placed else {
+            **{cls: int(placed.get(cls, 0)) for cls in classes},
+            "node_alive": placed.get("node_alive")}
 
     def close(self) -> None:
         for proc in (self.worker, self.head):
@@ -304,6 +344,7 @@ print("SUMMARY " + json.dumps({
 def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path) -> None:
     """Runs last: it kills the module's worker node."""
     out = tmp_path / "out"
+    cluster.wait_until_idle()
     driver = cluster.popen(
         [sys.executable, "-c", DRIVER, f"ray.address={cluster.address}", "ray.auth_mode=token",
          "search.agents=3",
@@ -315,9 +356,11 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
     try:
         deadline = time.monotonic() + 240
         # One replica on each node (the pool's SPREAD placement), an agent on the worker too.
-        placed: dict[str, int] = {}
+        placed: dict[str, Any] = {}
         while not (_has_rows(out) and placed.get("AgentActor", 0) >= 1
                    and placed.get("EvaluatorActor", 0) == 1):
+            # Declared dead before the kill (missed health checks): nothing can be placed there.
+            assert placed.get("node_alive") is not False, f"the worker node died early: {placed}"
             if driver.poll() is not None:  # say what was missing (pytest cuts long asserts)
                 ended_out, ended_err = driver.communicate()
                 pytest.fail(f"the run ended first: rows {_has_rows(out)}, on the worker "
