@@ -248,20 +248,22 @@ def fit_rational(X: np.ndarray, y: np.ndarray, names: Sequence[str], numerator_d
     Q = monomial_matrix(X, q_powers)
     A = np.column_stack([P, -y[:, None] * Q])
     weights = np.ones(len(y))
-    best: tuple[float, np.ndarray] | None = None
+    best: tuple[bool, float, np.ndarray] | None = None
     for _ in range(_RATIONAL_ROUNDS + 1):
         coef = _solve(A * weights[:, None], y * weights)
         denominator = 1.0 + Q @ coef[len(p_powers):]
         with np.errstate(all="ignore"):
             prediction = (P @ coef[:len(p_powers)]) / denominator
         score = nmse(y, prediction)
-        if best is None or score < best[0]:
-            best = (score, coef)
+        # A round whose denominator keeps one sign beats any with a pole among the data.
+        pole = bool(np.any(denominator > 0) and np.any(denominator < 0))
+        if best is None or (pole, score) < (best[0], best[1]):
+            best = (pole, score, coef)
         if not np.all(np.abs(denominator) > 1e-12):
             break
         weights = 1.0 / np.abs(denominator)
     assert best is not None
-    score, coef = best
+    _, score, coef = best
     p_coef, q_coef = coef[:len(p_powers)], coef[len(p_powers):]
     keep_p = _prune(P, p_coef, y)
     keep_q = _prune(y[:, None] * Q, q_coef, y)
@@ -270,7 +272,8 @@ def fit_rational(X: np.ndarray, y: np.ndarray, names: Sequence[str], numerator_d
     numerator = _polynomial_text(names, p_powers_kept, [float(c) for c in p_coef[keep_p]])
     denominator_text = _polynomial_text(names, [(0,) * len(names), *q_powers_kept],
                                         [1.0, *(float(c) for c in q_coef[keep_q])])
-    formula = f"({numerator})/({denominator_text})"
+    # A denominator that came out as 1 (a polynomial fits): no division to write.
+    formula = f"({numerator})/({denominator_text})" if q_powers_kept else numerator
     top, used = _template_text(names, p_powers_kept, "p", names)
     bottom, _ = _template_text(names, [(0,) * len(names), *q_powers_kept], "q", names, used,
                                unit_first=True)

@@ -156,18 +156,23 @@ def mutual_information(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def monotonicity(x: np.ndarray, y: np.ndarray) -> str:
-    """``increasing``, ``decreasing`` or ``not monotonic``: the sign pattern of the target's
-    mean over equal-frequency bins of ``x`` (``constant`` when x takes one value)."""
+    """``increasing``, ``decreasing``, ``flat`` or ``not monotonic``: the steps of the target's
+    mean over equal-frequency bins of ``x``, where a step smaller than twice its standard error
+    (the other variables' scatter) counts as neither up nor down (``constant``: x takes one value)."""
     bins = _bins(x, _MONOTONE_BINS)
     if bins.max() == 0:
         return "constant"
-    means = np.array([y[bins == k].mean() for k in range(bins.max() + 1) if np.any(bins == k)])
+    groups = [y[bins == k] for k in range(bins.max() + 1) if np.any(bins == k)]
+    means = np.array([g.mean() for g in groups])
+    errors = np.array([g.std() / np.sqrt(g.size) for g in groups])
     steps = np.diff(means)
-    if np.all(steps > 0):
+    noise = 2.0 * np.sqrt(errors[1:] ** 2 + errors[:-1] ** 2)
+    up, down = bool(np.any(steps > noise)), bool(np.any(steps < -noise))
+    if up and not down:
         return "increasing"
-    if np.all(steps < 0):
+    if down and not up:
         return "decreasing"
-    return "not monotonic"
+    return "flat" if not (up or down) else "not monotonic"
 
 
 def variable_relationships(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> dict[str, Any]:

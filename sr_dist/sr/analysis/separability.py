@@ -102,8 +102,12 @@ def fit_surrogate(X: np.ndarray, t: np.ndarray, *, log_target: bool = False, sig
         if best is None or score < best[0]:
             best = (score, degree, powers)
     if best is None:
-        raise AnalysisRequestError(f"too few training rows ({len(t)}) for a surrogate in {X.shape[1]} "
-                                   "variables; test fewer variables")
+        needed = len(monomial_powers(X.shape[1], _DEGREES[0]))
+        raise AnalysisRequestError(
+            f"too few training rows ({len(t)}) for the surrogate: a degree-{_DEGREES[0]} polynomial in "
+            f"{X.shape[1]} variables has {needed} terms and needs about {needed * 5} rows (or at most "
+            f"{SURROGATE_TERMS} terms), so separability cannot be tested on this data; use "
+            "variable_relationships or fit_polynomial instead")
     score, degree, powers = best
     coef = _scaled_solve(monomial_matrix(scaled, powers), t)
     return Surrogate(tuple(powers), coef, centre, half, degree, score, log_target, sign)
