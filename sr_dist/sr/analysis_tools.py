@@ -201,8 +201,12 @@ class ResidualAnalysis(_AnalysisTool):
             return _failure(f"the formula could not be fitted (status {candidate.status}: "
                             f"{candidate.error or 'no details'}); fix it and call residual_analysis again.")
         X, y, names, _ = self._train()
-        prediction = evaluate_numpy(parse_formula(candidate.expression, names), X, names,
-                                    dict(candidate.constants))
+        try:
+            prediction = evaluate_numpy(parse_formula(candidate.expression, names), X, names,
+                                        dict(candidate.constants))
+        except ValueError as exc:  # FormulaError included: the evaluator read it, this parser did not
+            return _failure(f"the fitted formula could not be evaluated here ({exc}); write it in "
+                            "plain formula syntax and call residual_analysis again.")
         analysis = residual_analysis(X, y, prediction, names)
         return {"candidate": candidate.brief(), **analysis}
 

@@ -197,8 +197,9 @@ def fit_power_law(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> ClosedF
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     bad = [name for j, name in enumerate(names) if not np.all(X[:, j] > 0)]
     if bad:
-        raise FitRequestError(f"a power law needs strictly positive variables; {', '.join(bad)} "
-                              "has zero or negative values. Leave it out, or use fit_polynomial")
+        verb = "has" if len(bad) == 1 else "have"
+        raise FitRequestError(f"a power law needs strictly positive variables; {', '.join(bad)} {verb} "
+                              "zero or negative values. Leave it out, or use fit_polynomial")
     if np.all(y > 0):
         sign = 1.0
     elif np.all(y < 0):
