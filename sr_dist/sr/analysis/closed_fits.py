@@ -118,15 +118,12 @@ def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``argmin |A c - b|``: by QR (a few times cheaper than the SVD of ``lstsq``), falling
-    back to ``lstsq`` when ``A`` is rank-deficient (a repeated or constant column)."""
+    """``argmin |A c - b|`` by LAPACK's SVD solver (``lstsq``): robust to rank-deficient ``A``
+    (a repeated or constant column), and on a multi-threaded OpenBLAS under load many times
+    faster than a QR factorisation of the same matrix, which measured 0.56 s against 0.03 s
+    for 1000 x 84 on two busy cores."""
     if A.shape[1] == 0:
         return np.zeros(0)
-    if A.shape[0] >= A.shape[1]:
-        q, r = np.linalg.qr(A)
-        diagonal = np.abs(np.diag(r))
-        if diagonal.min() > 1e-10 * diagonal.max():
-            return np.asarray(np.linalg.solve(r, q.T @ b))
     coef, *_ = np.linalg.lstsq(A, b, rcond=None)
     return np.asarray(coef)
 

@@ -80,6 +80,18 @@ def _scaled_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(least_squares(A / scale, b) / scale)
 
 
+def _quick_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least squares by the normal equations (a tiny ridge keeps them solvable): about ten
+    times cheaper than ``lstsq`` and precise enough to compare degrees on held-out rows; the
+    chosen degree is refitted with :func:`_scaled_solve`."""
+    scale = np.sqrt(np.mean(A ** 2, axis=0))
+    scale[scale == 0] = 1.0
+    scaled = A / scale
+    gram = scaled.T @ scaled
+    gram[np.diag_indices_from(gram)] += 1e-10 * len(A)
+    return np.asarray(np.linalg.solve(gram, scaled.T @ b) / scale)
+
+
 def fit_surrogate(X: np.ndarray, t: np.ndarray, *, log_target: bool = False, sign: float = 1.0) -> Surrogate:
     """The polynomial of the degree (2 to 6, within the term budget) that predicts every fifth
     row best when fitted on the others, refitted on all rows."""
@@ -97,7 +109,7 @@ def fit_surrogate(X: np.ndarray, t: np.ndarray, *, log_target: bool = False, sig
         if len(powers) > budget:
             break
         A = monomial_matrix(scaled, powers)
-        coef = _scaled_solve(A[~held], t[~held])
+        coef = _quick_solve(A[~held], t[~held])
         score = nmse(t[held], A[held] @ coef)
         if best is None or score < best[0]:
             best = (score, degree, powers)
