@@ -1,7 +1,7 @@
 """The analysis tools as the agent calls them: through a real catalog, the real evaluator and
 a real dataset, on the training split only.
 
-The numbers behind each tool are checked in test_analysis_core.py; here: the tools are in the
+The numbers behind each tool are checked in test_analysis_core.py (beside this file); here: the tools are in the
 default set and known to ``search.tools``, each answers with a bounded text, bad arguments
 are model-visible failures that say how to fix them, ``residual_analysis`` records its fit as
 a candidate, and poisoning the validation and test rows changes nothing they report.
