@@ -54,8 +54,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The formula tools, in the order they are shown to the model.
-FORMULA_TOOLS: tuple[str, ...] = ("evaluate_formulas", "data_summary", "best_formulas", "submit_formula")
+#: The formula tools, in the order they are shown to the model (the analysis tools, from
+#: :mod:`sr_dist.sr.analysis_tools`, between data_summary and best_formulas).
+FORMULA_TOOLS: tuple[str, ...] = (
+    "evaluate_formulas", "data_summary",
+    "data_statistics", "variable_relationships", "separability_test", "dimensional_groups",
+    "fit_polynomial", "fit_power_law", "fit_rational", "residual_analysis",
+    "best_formulas", "submit_formula",
+)
 #: Longest rationale kept from ``submit_formula``.
 MAX_RATIONALE_CHARS = 2000
 #: Seconds ``best_formulas`` may spend on simplified forms per call (entries are cached, so
@@ -478,3 +484,8 @@ def build_formula_catalog(
     for tool in extra:
         registry.register(tool)
     return registry.open_catalog()
+
+
+# The analysis tools build on the shell above; importing them here registers them wherever the
+# formula tools are known (last, so the names they import are already defined).
+from sr_dist.sr import analysis_tools as _analysis_tools  # noqa: E402,F401

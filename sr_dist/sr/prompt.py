@@ -41,6 +41,7 @@ def system_prompt(
         "and the complexity (node count). Prefer simple formulas; accuracy first.",
         "- Learn from the results: refine what works, drop what does not, try new structures.",
     ]
+    work.extend(_analysis_lines(tool_names))
     if "best_formulas" in tool_names:
         work.append("- best_formulas lists the best candidates so far (older results get summarized).")
     if "submit_formula" in tool_names:
@@ -57,6 +58,26 @@ def system_prompt(
     if tools_text.strip():
         sections.append(tools_text.strip())
     return "\n\n".join(sections)
+
+
+def _analysis_lines(tool_names: Sequence[str]) -> list[str]:
+    """When to reach for each analysis tool the model has (one short line per kind)."""
+    lines = []
+    looks = [name for name in ("data_statistics", "variable_relationships", "separability_test",
+                               "dimensional_groups") if name in tool_names]
+    if looks:
+        lines.append("- Analyse before guessing: " + ", ".join(looks) + " describe the training data "
+                     "(integer or log-uniform columns, the best one-variable shapes, whether the target "
+                     "splits into f(A)+g(B) or f(A)*g(B) or depends on x-y, x/y, ..., the dimensionless "
+                     "groups). Solve a separable problem part by part.")
+    fits = [name for name in ("fit_polynomial", "fit_power_law", "fit_rational") if name in tool_names]
+    if fits:
+        lines.append("- " + ", ".join(fits) + " fit closed forms in seconds and return formulas you can "
+                     "pass to evaluate_formulas.")
+    if "residual_analysis" in tool_names:
+        lines.append("- For a formula that fits well but not perfectly, residual_analysis shows which "
+                     "variables its error still depends on (a missing term) and where it fails.")
+    return lines
 
 
 def task_message(*, variables: Sequence[str], target: str) -> str:

@@ -72,7 +72,9 @@ def test_search_tools_are_the_only_formula_tools_the_agent_gets() -> None:
     assert only.catalog.names() == ("evaluate_formulas", "submit_formula")
     assert "best_formulas" not in only.context.system  # the prompt names only the tools it has
     every = build_agent(_spec(), dataset, evaluator, None, threading.Event())
-    assert every.catalog.names() == ("evaluate_formulas", "data_summary", "best_formulas", "submit_formula")
+    from sr_dist.sr.formula_tools import FORMULA_TOOLS
+
+    assert every.catalog.names() == FORMULA_TOOLS and "fit_power_law" in FORMULA_TOOLS
 
 
 class _SlowEvaluator:

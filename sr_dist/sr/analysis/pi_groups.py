@@ -1,0 +1,145 @@
+"""Buckingham pi analysis of a dataset's units: the dimensionless groups of its variables and
+a power-law prefactor with the target's units, so that ``target = prefactor * f(groups)``.
+
+Exact arithmetic over fractions: the groups are a basis of the null space of the dimension
+matrix (one row per base unit, one column per variable), each scaled to the smallest integer
+exponents; the prefactor is one solution of ``matrix @ p = target unit`` (the variables listed
+later are the ones left out of it, so it is one choice among several whenever groups exist:
+any prefactor times a power of the groups is as good).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from sr_dist.formula.units import BASE_UNITS, DatasetUnits, Unit
+from sr_dist.sr.analysis._common import fresh_name
+
+__all__ = ["NO_UNITS", "buckingham_groups", "power_product"]
+
+#: What the analysis says about a dataset without units.
+NO_UNITS = ("the dataset has no units, so there are no dimensionless groups to find; give "
+            "dataset.units (units: feynman for a Feynman dataset, or a mapping from each variable "
+            "and the target to its unit) to use dimensional analysis")
+
+Matrix = list[list[Fraction]]
+
+
+def _rref(rows: Matrix) -> tuple[Matrix, list[int]]:
+    """Reduced row echelon form (exact) and the pivot columns."""
+    m = [list(r) for r in rows]
+    pivots: list[int] = []
+    width = len(m[0]) if m else 0
+    r = 0
+    for c in range(width):
+        pivot = next((i for i in range(r, len(m)) if m[i][c] != 0), None)
+        if pivot is None:
+            continue
+        m[r], m[pivot] = m[pivot], m[r]
+        lead = m[r][c]
+        m[r] = [v / lead for v in m[r]]
+        for i in range(len(m)):
+            if i != r and m[i][c] != 0:
+                factor = m[i][c]
+                m[i] = [a - factor * b for a, b in zip(m[i], m[r], strict=True)]
+        pivots.append(c)
+        r += 1
+        if r == len(m):
+            break
+    return m, pivots
+
+
+def _integers(vector: Sequence[Fraction]) -> list[Fraction]:
+    """``vector`` scaled to the smallest integer entries with the same direction."""
+    denominators = [v.denominator for v in vector if v]
+    if not denominators:
+        return list(vector)
+    scale = math.lcm(*denominators)
+    scaled = [v * scale for v in vector]
+    divisor = math.gcd(*(int(v) for v in scaled if v))
+    return [v / divisor for v in scaled]
+
+
+def _exponent_text(power: Fraction) -> str:
+    return str(power.numerator) if power.denominator == 1 else f"({power.numerator}/{power.denominator})"
+
+
+def power_product(names: Sequence[str], powers: Sequence[Fraction]) -> str:
+    """``prod(name**power)`` in the formula language, negative powers as a denominator:
+    ``q1**2/(epsilon*r**2)``; ``1`` for the empty product."""
+    def factor(name: str, power: Fraction) -> str:
+        return name if power == 1 else f"{name}**{_exponent_text(power)}"
+
+    up = [factor(n, p) for n, p in zip(names, powers, strict=True) if p > 0]
+    down = [factor(n, -p) for n, p in zip(names, powers, strict=True) if p < 0]
+    top = "*".join(up) if up else "1"
+    if not down:
+        return top
+    return f"{top}/{down[0]}" if len(down) == 1 else f"{top}/({'*'.join(down)})"
+
+
+def _exponents(names: Sequence[str], powers: Sequence[Fraction]) -> dict[str, str]:
+    return {n: str(p) for n, p in zip(names, powers, strict=True) if p}
+
+
+def buckingham_groups(units: DatasetUnits | None, target: str) -> dict[str, Any]:
+    """The dimensionless groups and the prefactor for ``units`` (``has_units`` False and a
+    ``reason`` when there are none)."""
+    if units is None:
+        return {"has_units": False, "reason": NO_UNITS}
+    names = list(units.names)
+    used = [i for i, base in enumerate(BASE_UNITS)
+            if any(u.exponents[i] for _, u in units.variables) or units.target.exponents[i]]
+    matrix: Matrix = [[unit.exponents[i] for _, unit in units.variables] for i in used]
+    target_unit: Unit = units.target
+    rank = 0
+    groups: list[dict[str, Any]] = []
+    if matrix:
+        reduced, pivots = _rref(matrix)
+        rank = len(pivots)
+        for free in (c for c in range(len(names)) if c not in pivots):
+            vector = [Fraction(0)] * len(names)
+            vector[free] = Fraction(1)
+            for row, pivot in enumerate(pivots):
+                vector[pivot] = -reduced[row][free]
+            vector = _integers(vector)
+            groups.append({"formula": power_product(names, vector), "exponents": _exponents(names, vector)})
+        augmented, aug_pivots = _rref([r + [target_unit.exponents[i]] for r, i in zip(matrix, used, strict=True)])
+        solvable = len(names) not in aug_pivots
+        prefactor_powers = [Fraction(0)] * len(names)
+        if solvable:
+            for row, pivot in enumerate(aug_pivots):
+                prefactor_powers[pivot] = augmented[row][-1]
+    else:  # every variable and the target are dimensionless
+        for name in names:
+            groups.append({"formula": name, "exponents": {name: "1"}})
+        solvable, prefactor_powers = True, [Fraction(0)] * len(names)
+    out: dict[str, Any] = {
+        "has_units": True,
+        "units": units.as_text(target),
+        "base_units": [BASE_UNITS[i] for i in used],
+        "rank": rank,
+        "groups": groups,
+    }
+    if not solvable:
+        out["prefactor"] = None
+        out["reason"] = (f"no product of powers of the variables has the target's unit "
+                         f"({target_unit.describe()}): the law needs a dimensional constant, or the "
+                         "units are incomplete")
+        return out
+    prefactor = power_product(names, prefactor_powers)
+    out["prefactor"] = {"formula": prefactor, "exponents": _exponents(names, prefactor_powers)}
+    pis = [g["formula"] for g in groups]
+    function = f"phi({', '.join(pis)})" if pis else "constant"
+    out["form"] = f"{target} = {function}" if prefactor == "1" else f"{target} = {prefactor} * {function}"
+    scale = "" if prefactor == "1" else f"*{_wrap(prefactor)}"
+    powers = "".join(f"*{_wrap(p)}**{fresh_name('b', k, names)}" for k, p in enumerate(pis))
+    out["suggestion"] = f"{fresh_name('c', 0, names)}{scale}{powers}"
+    return out
+
+
+def _wrap(text: str) -> str:
+    return text if all(ch.isalnum() or ch == "_" for ch in text) else f"({text})"
