@@ -58,30 +58,29 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-#: The test's own look at the cluster, run inside its namespace: how many nodes are alive.
-NODES = """
-import json, os, sys, urllib.request
-url = f"http://127.0.0.1:{sys.argv[1]}/api/v0/nodes"
-request = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["RAY_AUTH_TOKEN"]})
-try:
-    with urllib.request.urlopen(request, timeout=5) as response:
-        nodes = json.load(response)["data"]["result"]["result"]
-except (OSError, ValueError, KeyError):
-    nodes = []
-print(sum(1 for n in nodes if n.get("state") == "ALIVE"))
-"""
-
-
-#: Where the cluster placed a run's actors, from Ray's state API (the process tree is not a
-#: reliable witness: a worker process is renamed ``ray::<Class>`` only once it runs the actor):
-#: the live actors of a class on the node at ``sys.argv[2]``.
-ON_NODE = """
+#: The test's own look at the cluster (run inside its namespace): ``get(path)`` reads Ray's
+#: state API on the head's dashboard (``sys.argv[1]``, its port).
+STATE_API = """
 import json, os, sys, urllib.request
 def get(path):
     url = f"http://127.0.0.1:{sys.argv[1]}/api/v0/{path}?limit=1000"
     request = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["RAY_AUTH_TOKEN"]})
     with urllib.request.urlopen(request, timeout=5) as response:
         return json.load(response)["data"]["result"]["result"]
+"""
+
+#: How many nodes are alive (0 when the state API did not answer).
+NODES = STATE_API + """
+try:
+    print(sum(1 for n in get("nodes") if n.get("state") == "ALIVE"))
+except (OSError, ValueError, KeyError):
+    print(0)
+"""
+
+#: Where the cluster placed a run's actors, from Ray's state API (the process tree is not a
+#: reliable witness: a worker process is renamed ``ray::<Class>`` only once it runs the actor):
+#: the live actors of a class on the node at ``sys.argv[2]``.
+ON_NODE = STATE_API + """
 try:
     node = {n["node_id"] for n in get("nodes") if n.get("node_ip") == sys.argv[2] and n.get("state") == "ALIVE"}
     placed = {cls: sum(1 for a in get("actors") if a.get("class_name") == cls and a.get("state") == "ALIVE" and a.get("node_id") in node) for cls in sys.argv[3:]}
@@ -90,17 +89,11 @@ except (OSError, ValueError, KeyError) as exc:
     print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
 """
 
-
 #: sr-dist's actors not yet dead anywhere in the cluster (``-1``: the state API did not answer).
-LIVE_ACTORS = """
-import json, os, sys, urllib.request
-url = f"http://127.0.0.1:{sys.argv[1]}/api/v0/actors?limit=1000"
-request = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["RAY_AUTH_TOKEN"]})
+LIVE_ACTORS = STATE_API + """
+ours = ("AgentActor", "EvaluatorActor", "ResultWriter", "DatasetHolder")
 try:
-    with urllib.request.urlopen(request, timeout=5) as response:
-        actors = json.load(response)["data"]["result"]["result"]
-    ours = ("AgentActor", "EvaluatorActor", "ResultWriter", "DatasetHolder")
-    print(sum(1 for a in actors if a.get("class_name") in ours and a.get("state") != "DEAD"))
+    print(sum(1 for a in get("actors") if a.get("class_name") in ours and a.get("state") != "DEAD"))
 except (OSError, ValueError, KeyError):
     print(-1)
 """

@@ -10,11 +10,11 @@ any prefactor times a power of the groups is as good).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from sr_dist.formula.exponents import integer_direction, rref
 from sr_dist.formula.units import BASE_UNITS, DatasetUnits, Unit
 from sr_dist.sr.analysis._common import fresh_name
 
@@ -26,41 +26,6 @@ NO_UNITS = ("the dataset has no units, so there are no dimensionless groups to f
             "and the target to its unit) to use dimensional analysis")
 
 Matrix = list[list[Fraction]]
-
-
-def _rref(rows: Matrix) -> tuple[Matrix, list[int]]:
-    """Reduced row echelon form (exact) and the pivot columns."""
-    m = [list(r) for r in rows]
-    pivots: list[int] = []
-    width = len(m[0]) if m else 0
-    r = 0
-    for c in range(width):
-        pivot = next((i for i in range(r, len(m)) if m[i][c] != 0), None)
-        if pivot is None:
-            continue
-        m[r], m[pivot] = m[pivot], m[r]
-        lead = m[r][c]
-        m[r] = [v / lead for v in m[r]]
-        for i in range(len(m)):
-            if i != r and m[i][c] != 0:
-                factor = m[i][c]
-                m[i] = [a - factor * b for a, b in zip(m[i], m[r], strict=True)]
-        pivots.append(c)
-        r += 1
-        if r == len(m):
-            break
-    return m, pivots
-
-
-def _integers(vector: Sequence[Fraction]) -> list[Fraction]:
-    """``vector`` scaled to the smallest integer entries with the same direction."""
-    denominators = [v.denominator for v in vector if v]
-    if not denominators:
-        return list(vector)
-    scale = math.lcm(*denominators)
-    scaled = [v * scale for v in vector]
-    divisor = math.gcd(*(int(v) for v in scaled if v))
-    return [v / divisor for v in scaled]
 
 
 def _exponent_text(power: Fraction) -> str:
@@ -98,16 +63,16 @@ def buckingham_groups(units: DatasetUnits | None, target: str) -> dict[str, Any]
     rank = 0
     groups: list[dict[str, Any]] = []
     if matrix:
-        reduced, pivots = _rref(matrix)
+        reduced, pivots = rref(matrix)
         rank = len(pivots)
         for free in (c for c in range(len(names)) if c not in pivots):
             vector = [Fraction(0)] * len(names)
             vector[free] = Fraction(1)
             for row, pivot in enumerate(pivots):
                 vector[pivot] = -reduced[row][free]
-            vector = _integers(vector)
+            vector = integer_direction(vector)
             groups.append({"formula": power_product(names, vector), "exponents": _exponents(names, vector)})
-        augmented, aug_pivots = _rref([r + [target_unit.exponents[i]] for r, i in zip(matrix, used, strict=True)])
+        augmented, aug_pivots = rref([r + [target_unit.exponents[i]] for r, i in zip(matrix, used, strict=True)])
         solvable = len(names) not in aug_pivots
         prefactor_powers = [Fraction(0)] * len(names)
         if solvable:

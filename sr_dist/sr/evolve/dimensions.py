@@ -15,7 +15,6 @@ name.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sr_dist.formula import Node
+from sr_dist.formula.exponents import integer_direction, rref
 from sr_dist.formula.tree import replace_leaves
 from sr_dist.sr.evolve.seeding import (
     Sample,
@@ -80,30 +80,6 @@ def units_from_info(info: Mapping[str, Any], variables: Sequence[str]) -> tuple[
     return units, target
 
 
-def _rref(rows: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:
-    """Reduced row echelon form (exact) and the pivot columns."""
-    m = [list(r) for r in rows]
-    pivots: list[int] = []
-    r = 0
-    cols = len(m[0]) if m else 0
-    for c in range(cols):
-        pivot = next((i for i in range(r, len(m)) if m[i][c] != 0), None)
-        if pivot is None:
-            continue
-        m[r], m[pivot] = m[pivot], m[r]
-        lead = m[r][c]
-        m[r] = [v / lead for v in m[r]]
-        for i in range(len(m)):
-            if i != r and m[i][c] != 0:
-                factor = m[i][c]
-                m[i] = [a - factor * b for a, b in zip(m[i], m[r], strict=True)]
-        pivots.append(c)
-        r += 1
-        if r == len(m):
-            break
-    return m[:r], pivots
-
-
 def dimensional_basis(variables: Sequence[str], units: Mapping[str, Sequence[Fraction]],
                       target: Sequence[Fraction]) -> DimensionalBasis | None:
     """The prefactor (pivot variables solved, free ones at 0) and the π groups; None when no
@@ -112,7 +88,7 @@ def dimensional_basis(variables: Sequence[str], units: Mapping[str, Sequence[Fra
     width = len(target)
     # Rows: base units; columns: variables, then the target (the augmented system D p = u).
     rows = [[Fraction(units[n][d]) for n in names] + [Fraction(target[d])] for d in range(width)]
-    reduced, pivots = _rref(rows)
+    reduced, pivots = rref(rows)
     if len(names) in pivots:  # the target's column is a pivot: D p = u has no solution
         return None
     particular = {names[c]: row[-1] for row, c in zip(reduced, pivots, strict=True)}
@@ -129,8 +105,9 @@ def dimensional_basis(variables: Sequence[str], units: Mapping[str, Sequence[Fra
 
 def _integral(exponents: Mapping[str, Fraction]) -> dict[str, Fraction]:
     """The same direction with integer exponents (a π group may be raised to any power)."""
-    scale = math.lcm(*(value.denominator for value in exponents.values()))
-    return {k: v * scale for k, v in exponents.items() if v != 0}
+    names = list(exponents)
+    scaled = integer_direction([Fraction(exponents[n]) for n in names])
+    return {n: v for n, v in zip(names, scaled, strict=True) if v != 0}
 
 
 def _shifted(plain: Mapping[str, Fraction], groups: Sequence[Mapping[str, Fraction]],
