@@ -28,6 +28,7 @@ from typing import (
 
 import numpy as np
 
+from sr_dist.candidate import RANK_METRICS
 from sr_dist.evaluator.losses import QUADRATIC_LOSSES, LossSpec, resolve_loss
 from sr_dist.evaluator.metrics import check_metrics, extra_metrics
 from sr_dist.evaluator.program import (
@@ -171,6 +172,9 @@ class EvaluatorOptions:
     #: Extra per-candidate metrics (``mae``, ``r2``, ``aic``, ``bic``, ``pearson_r``,
     #: ``spearman_r``), computed after the fit and returned in ``FitResult.metrics``.
     metrics: tuple[str, ...] = ()
+    #: The metric results rank by (``search.rank_by``), stamped on every ``FitResult`` so every
+    #: consumer (archive, best-so-far, listings) ranks the same way; it changes no fitted value.
+    rank_by: str = "val_nmse"
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
@@ -206,6 +210,9 @@ def _validate(opts: EvaluatorOptions) -> None:
     if opts.const_buckets[0] < 1:  # constant-free programs need no bucket of their own
         raise ValueError(f"const_buckets must be positive, got {opts.const_buckets}")
     check_metrics(opts.metrics)
+    if opts.rank_by not in RANK_METRICS:
+        raise ValueError(f"rank_by must be one of {', '.join(RANK_METRICS)}, got "
+                         f"{opts.rank_by!r}")
     if not isinstance(opts.variable_projection, bool):
         raise ValueError("variable_projection must be true or false, got "
                          f"{opts.variable_projection!r}")
@@ -707,7 +714,8 @@ class Evaluator:
             constants=constants, complexity=f.complexity, train_mse=m.train_mse,
             train_nmse=m.train_nmse, val_nmse=m.val_nmse, test_nmse=m.test_nmse, r2=m.r2,
             fit_s=entry.fit_s, cached=cached, iterations=entry.iterations,
-            train_loss=m.train_loss, val_loss=m.val_loss, metrics=dict(m.extra))
+            train_loss=m.train_loss, val_loss=m.val_loss, metrics=dict(m.extra),
+            rank_by=self.options.rank_by)
 
     def _run_jobs(self, jobs: list[_Job]) -> dict[str, _Entry]:
         """Fit unique structures bucket by bucket; returns canonical -> cache entry.

@@ -52,6 +52,8 @@ class FitResult:
     #: The extra metrics asked for (``EvaluatorOptions.metrics``), name -> value (``None``
     #: where undefined); empty when none were asked for or the fit failed.
     metrics: dict[str, float | None] = field(default_factory=dict)
+    #: The metric candidates rank by (``EvaluatorOptions.rank_by``; ``val_nmse`` by default).
+    rank_by: str = "val_nmse"
 
     @property
     def ok(self) -> bool:
@@ -69,7 +71,7 @@ class FitResult:
             "dimensionally_consistent": self.dimensionally_consistent,
             "units_mismatch": self.units_mismatch,
             "train_loss": self.train_loss, "val_loss": self.val_loss,
-            "metrics": dict(self.metrics),
+            "metrics": dict(self.metrics), "rank_by": self.rank_by,
         }
 
 

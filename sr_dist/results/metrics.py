@@ -141,6 +141,9 @@ def _dataset_args(config_text: str | None) -> dict[str, Any]:
             args[key] = d[key]
     if d.get("split") is not None:
         args["split"] = tuple(float(v) for v in d["split"])
+    for key in ("split_kind", "split_variable", "weight"):  # absent in older runs' configs
+        if d.get(key) is not None:
+            args[key] = d[key]
     return args
 
 
