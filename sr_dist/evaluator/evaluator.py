@@ -872,11 +872,12 @@ class Evaluator:
         items = [_PredictItem(i, job.program, np.asarray(entry.constants, np.float64))
                  for i, (_, job, entry) in enumerate(todo)]
         f = len(self.feature_names)
-        pred_tr = self._predict_programs(
-            items, np.asarray(ds.X_train, dtype=np.float64).reshape(len(ytr), f))
-        pred_va = (self._predict_programs(
-            items, np.asarray(ds.X_val, dtype=np.float64).reshape(len(yva), f))
-            if len(yva) else None)
+        # One pass over train and validation rows together: one row shape, one compile.
+        rows = np.concatenate([np.asarray(ds.X_train, dtype=np.float64).reshape(len(ytr), f),
+                               np.asarray(ds.X_val, dtype=np.float64).reshape(len(yva), f)])
+        pred = self._predict_programs(items, rows)
+        pred_tr = pred[:, :len(ytr)]
+        pred_va = pred[:, len(ytr):] if len(yva) else None
         for i, (canon, job, entry) in enumerate(todo):
             values = extra_metrics(
                 self.options.metrics, y_train=ytr, pred_train=pred_tr[i].astype(np.float64),
