@@ -34,6 +34,7 @@ __all__ = [
     "candidate_front",
     "best_of",
     "fitness",
+    "nmse_fitness",
     "pareto_front",
     "rank_key",
     "ranked_nmse",
@@ -255,6 +256,12 @@ def fitness(candidate: Candidate) -> float:
         if value is not None and not math.isnan(value):
             return value
     return math.inf
+
+
+def nmse_fitness(candidate: Candidate) -> float:
+    """:func:`fitness` by the NMSE whatever ``rank_by`` is: what ``search.target_nmse`` and a
+    line labelled ``val_nmse`` compare."""
+    return fitness(replace(candidate, rank_by="val_nmse"))
 
 
 def record_fitness(record: Mapping[str, Any]) -> float:

@@ -75,3 +75,13 @@ def test_the_results_front_and_selection_take_the_new_metrics() -> None:
     assert chosen is not None and chosen["candidate_id"] == "r:0:1:0"
     with pytest.raises(ValueError, match="parsimony.*aic may be negative"):
         select_candidate(table, rule="parsimony", metric="aic")
+
+
+def test_target_nmse_still_reads_the_nmse_of_the_best_by_rank() -> None:
+    from sr_dist.candidate import nmse_fitness
+
+    archive = CandidateArchive()
+    archive.add([_fit("a", 0.1, 3, "mae", mae=5.0), _fit("b", 0.2, 3, "mae", mae=1.0)])
+    best = archive.best()
+    assert best is not None and best.expression == "b"
+    assert nmse_fitness(best) == 0.2 and fitness(best) == 1.0
