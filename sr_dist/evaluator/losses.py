@@ -86,7 +86,7 @@ def resolve_loss(loss: str, huber_delta: float = 1.0, weighted: bool = False) ->
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
         raise LossError(f"loss {loss!r}: cannot import module {module!r} ({type(exc).__name__}: "
                         f"{exc}); put it on PYTHONPATH or install its package") from None
-    fn = mod
+    fn: Any = mod
     for part in attr.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
