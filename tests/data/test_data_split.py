@@ -86,3 +86,16 @@ def test_a_weight_column_is_read_and_is_not_a_feature(tmp_path: Path) -> None:
         load_dataset(f"csv:{path}", weight="v")
     with pytest.raises(DatasetError, match="needs a csv: or parquet: source"):
         load_dataset("feynman:I.6.2", n=20, weight="w")
+
+
+def test_an_estimator_runs_arrays_keep_their_weights_and_split(tmp_path: Path) -> None:
+    from sr_dist.results import read_run_data, write_run_data
+
+    X, y = _arrays(60)
+    d = dataset_from_arrays(X, y, sample_weight=np.linspace(1, 2, 60), split_kind="ood",
+                            split_variable="x0")
+    write_run_data(tmp_path, "r1", d)
+    back = read_run_data(tmp_path, "r1", d.name)
+    assert back.content_hash == d.content_hash
+    assert back.splits.kind == "ood" and back.splits.test.tolist() == d.splits.test.tolist()
+    assert back.weight is not None and np.array_equal(back.weight, d.weight)  # type: ignore[arg-type]
