@@ -488,7 +488,6 @@ class Evaluator:
         # Plain tuples on the device: the kernels take (X, y, valid) positionally.
         self._fit_data: tuple[jax.Array, jax.Array, jax.Array] = (
             put(fit.X), put(fit.y), put(fit.valid))
-        self._n_fit_w = float(np.sum(fit_w))
         self._polish_data: tuple[jax.Array, jax.Array, jax.Array] | None = None
         if polish is not None and opts.polish_iters > 0:
             pol = _chunks(*polish, self._chunk, dt)
@@ -829,7 +828,7 @@ class Evaluator:
         for s in range(3):
             n = self._sizes[s]
             wsum = self._wsum[s]
-            if n == 0:
+            if n == 0 or not wsum > 0:  # an empty split, or one whose rows all weigh 0
                 mses.append(None)
                 losses.append(None)
             elif bad[s] > 0 or not math.isfinite(float(sse[s])):

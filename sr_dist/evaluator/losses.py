@@ -248,14 +248,6 @@ def objective_split_pass(code: Any, n_instr: Any, root: Any, layout: Any, c: Any
     return sse, lsum, nbad
 
 
-def host_loss(spec: LossSpec, pred: np.ndarray, y: np.ndarray, tau: float) -> np.ndarray:
-    """Per-row loss values on the host (float64), for the plain-mse path's ``*_loss`` columns
-    and for tests."""
-    import jax.numpy as jnp
-
-    return np.asarray(elementwise(spec, jnp.asarray(pred), jnp.asarray(y), tau), np.float64)
-
-
 __all__ = [
     "BUILTIN_LOSSES",
     "QUADRATIC_LOSSES",
@@ -263,7 +255,6 @@ __all__ = [
     "LossSpec",
     "check_user_loss",
     "elementwise",
-    "host_loss",
     "objective_pass",
     "objective_split_pass",
     "resolve_loss",
