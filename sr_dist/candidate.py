@@ -4,7 +4,8 @@ Every layer that holds "a formula and how well it fitted" uses :class:`Candidate
 archive and the agent's result, the ``evolve`` proposer's reading of its history, the progress
 line, resume and model selection. The rules are plain functions so they cannot drift apart:
 
-- :func:`fitness`: validation NMSE, else train NMSE, ``inf`` when unusable;
+- :func:`fitness`: validation NMSE, else train NMSE, ``inf`` when unusable; or, under another
+  ``search.rank_by`` (:data:`RANK_METRICS`), that metric as a lower-is-better loss;
 - :func:`rank_key`: dimensionally consistent before inconsistent (where units are known), then
   lower fitness (to :data:`NMSE_RESOLUTION`), then simpler, then the text;
 - :func:`pareto_front`: generic over any items, given their loss and complexity;
@@ -25,12 +26,15 @@ from typing import Any, TypeVar
 __all__ = [
     "Candidate",
     "NMSE_RESOLUTION",
+    "RANK_METRICS",
+    "rank_loss",
     "UNITS_FIELDS",
     "admissible",
     "as_number",
     "candidate_front",
     "best_of",
     "fitness",
+    "nmse_fitness",
     "pareto_front",
     "rank_key",
     "ranked_nmse",
@@ -43,6 +47,15 @@ T = TypeVar("T")
 #: anywhere in 1e-15..1e-12), so for ranking every NMSE under it counts as equal: among
 #: essentially perfect fits the simplest wins, not the one with the luckiest rounding.
 NMSE_RESOLUTION = 1e-12
+
+#: What ``search.rank_by`` may name: the default, the fitting loss, and the extra metrics.
+RANK_METRICS: tuple[str, ...] = ("val_nmse", "val_loss", "mae", "r2", "aic", "bic",
+                                 "pearson_r", "spearman_r")
+#: Rank metrics where higher is better: ranked by ``1 - value`` (so 0 is a perfect fit, as for
+#: the NMSE, and ``r2`` ranks exactly as ``val_nmse``).
+_HIGHER_IS_BETTER = frozenset({"r2", "pearson_r", "spearman_r"})
+#: Rank metrics that may be negative (information criteria): not clamped at the resolution.
+_SIGNED = frozenset({"aic", "bic"})
 
 #: The fields a formula tool reports for one fit (what ``evolve`` and the compactor read).
 RECORD_FIELDS = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse", "complexity", "error")
@@ -125,6 +138,10 @@ class Candidate:
     recovered: bool | None = None
     dimensionally_consistent: bool | None = None
     units_mismatch: str | None = None
+    #: The metric this candidate ranks by (``search.rank_by``, stamped on each fit by the
+    #: evaluator) and the values it may need: ``train_loss``, ``val_loss`` and the extra metrics.
+    rank_by: str = "val_nmse"
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -156,6 +173,8 @@ class Candidate:
             candidate_id=_get(fit, "candidate_id"),
             dimensionally_consistent=_bool_or_none(_get(fit, "dimensionally_consistent")),
             units_mismatch=_get(fit, "units_mismatch"),
+            rank_by=str(_get(fit, "rank_by") or "val_nmse"),
+            metrics=_metric_values(fit),
         )
 
     def with_recovered(self, recovered: bool | None) -> Candidate:
@@ -193,17 +212,56 @@ class Candidate:
             "recovered": self.recovered,
             "dimensionally_consistent": self.dimensionally_consistent,
             "units_mismatch": self.units_mismatch,
+            "rank_by": self.rank_by,
+            "metrics": dict(self.metrics),
         }
 
 
+def _metric_values(fit: Any) -> dict[str, float | None]:
+    """``train_loss``, ``val_loss`` and the extra metrics of a fit (a ``metrics`` mapping, or
+    flat columns as a results row has them)."""
+    out: dict[str, float | None] = {}
+    nested = _get(fit, "metrics")
+    for name in ("train_loss", "val_loss", *RANK_METRICS[2:]):
+        value = _get(fit, name)
+        if value is None and isinstance(nested, Mapping):
+            value = nested.get(name)
+        number = as_number(value)
+        if number is not None:
+            out[name] = number
+    return out
+
+
+def rank_loss(rank_by: str, values: Mapping[str, Any]) -> float:
+    """The lower-is-better value ``rank_by`` ranks a fit by, from its fields (a row, a record
+    or a candidate's metrics): the metric itself, or ``1 - value`` for higher-is-better ones;
+    ``inf`` when it is missing or not a number."""
+    number = as_number(values.get(rank_by))
+    if number is None or math.isnan(number):
+        return math.inf
+    return 1.0 - number if rank_by in _HIGHER_IS_BETTER else number
+
+
 def fitness(candidate: Candidate) -> float:
-    """Validation NMSE (train NMSE when there is no validation split); ``inf`` when unusable."""
+    """Validation NMSE (train NMSE when there is no validation split); ``inf`` when unusable.
+    Under another ``rank_by``: :func:`rank_loss` of that metric."""
     if not candidate.ok:
         return math.inf
+    if candidate.rank_by != "val_nmse":
+        values: dict[str, Any] = dict(candidate.metrics)
+        if candidate.rank_by == "r2" and "r2" not in values and candidate.val_nmse is not None:
+            values["r2"] = 1.0 - candidate.val_nmse
+        return rank_loss(candidate.rank_by, values)
     for value in (candidate.val_nmse, candidate.train_nmse):
         if value is not None and not math.isnan(value):
             return value
     return math.inf
+
+
+def nmse_fitness(candidate: Candidate) -> float:
+    """:func:`fitness` by the NMSE whatever ``rank_by`` is: what ``search.target_nmse`` and a
+    line labelled ``val_nmse`` compare."""
+    return fitness(replace(candidate, rank_by="val_nmse"))
 
 
 def record_fitness(record: Mapping[str, Any]) -> float:
@@ -218,7 +276,10 @@ def record_fitness(record: Mapping[str, Any]) -> float:
 
 
 def ranked_nmse(candidate: Candidate) -> float:
-    """:func:`fitness` clamped at :data:`NMSE_RESOLUTION`, the value orderings compare."""
+    """:func:`fitness` clamped at :data:`NMSE_RESOLUTION`, the value orderings compare
+    (information criteria, which may be negative, are not clamped)."""
+    if candidate.rank_by in _SIGNED:
+        return fitness(candidate)
     return max(fitness(candidate), NMSE_RESOLUTION)
 
 

@@ -174,6 +174,79 @@ def units_value(value: Any, key: str, source: Any) -> str | dict[str, Any] | Non
     return units
 
 
+def split_kind_value(cfg: Any) -> None:
+    """``dataset.split_kind``/``split_variable``/``weight``, and ``dataset.split`` given as a
+    kind name (``split=ood``: that kind with the default fractions)."""
+    from sr_dist.data.dataset import DEFAULT_SPLIT, SPLIT_KINDS
+
+    p = cfg.GROUP
+    kind = str_value(cfg.split_kind, f"{p}.split_kind", choices=SPLIT_KINDS)
+    if isinstance(cfg.split, str):
+        if cfg.split not in SPLIT_KINDS:
+            raise SettingsError(f"{p}.split", "must be three fractions [train, val, test] or one "
+                                f"of {', '.join(SPLIT_KINDS)}, got {cfg.split!r}")
+        if kind != "random" and kind != cfg.split:
+            raise SettingsError(f"{p}.split", f"is {cfg.split!r} but dataset.split_kind is "
+                                f"{kind!r}; set one of them")
+        kind = cfg.split
+        _set(cfg, "split", DEFAULT_SPLIT)
+    variable = str_value(cfg.split_variable, f"{p}.split_variable", optional=True)
+    if kind == "ood" and variable is None:
+        raise SettingsError(f"{p}.split_variable", "must name a variable for an ood split "
+                            "(e.g. dataset.split_variable=x0: its highest values are the test "
+                            "rows)")
+    if kind != "ood" and variable is not None:
+        raise SettingsError(f"{p}.split_variable", f"is only used by an ood split, not "
+                            f"{kind!r}; drop it or set dataset.split=ood")
+    _set(cfg, "split_kind", kind)
+    _set(cfg, "split_variable", variable)
+    weight = str_value(cfg.weight, f"{p}.weight", optional=True)
+    if weight is not None and str(cfg.source).startswith("feynman:"):
+        raise SettingsError(f"{p}.weight", "needs a csv: or parquet: source (a column of "
+                            "weights); a feynman: dataset has none")
+    _set(cfg, "weight", weight)
+
+
+def loss_value(value: Any, key: str) -> str:
+    """``evaluator.loss``: a built-in loss, or a ``module:function`` path, imported and
+    checked now (trusted config only), so a bad path fails before any actor starts."""
+    from sr_dist.evaluator.losses import BUILTIN_LOSSES, LossError, resolve_loss
+
+    name = str_value(value, key)
+    if name not in BUILTIN_LOSSES:
+        try:
+            resolve_loss(name)
+        except LossError as exc:
+            raise SettingsError(key, f"is not usable: {exc}") from None
+    return name
+
+
+def metric_names(value: Any, key: str) -> tuple[str, ...]:
+    """``search.metrics``: a list of extra metric names (empty: none)."""
+    from sr_dist.evaluator.metrics import EXTRA_METRICS, check_metrics
+
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise SettingsError(key, f"must be a list of metric names from {', '.join(EXTRA_METRICS)}"
+                                 f" (e.g. [r2, mae]), got {value!r}")
+    try:
+        return check_metrics(tuple(value))
+    except ValueError as exc:
+        raise SettingsError(key, str(exc)) from None
+
+
+def rank_by_value(value: Any, key: str, metrics: tuple[str, ...]) -> str:
+    """``search.rank_by``: ``val_nmse`` (default), ``val_loss``, or one of ``search.metrics``."""
+    from sr_dist.candidate import RANK_METRICS
+
+    name = str_value(value, key, choices=RANK_METRICS)
+    if name not in ("val_nmse", "val_loss", "r2") and name not in metrics:
+        raise SettingsError(key, f"is {name!r}, which is not computed; add it to search.metrics "
+                                 f"(search.metrics=[{name}])")
+    return name
+
+
 def _set(obj: object, name: str, value: Any) -> None:
     """Store a checked, normalised value on a frozen dataclass (inside ``__post_init__``)."""
     object.__setattr__(obj, name, value)
@@ -232,11 +305,21 @@ class DatasetConfig(_Group):
     #: a unit is text such as ``kg*m/s**2`` or a list of exponents over m, s, kg, K, V, A, cd,
     #: mol). With units, candidates are checked for dimensional consistency.
     units: str | Mapping[str, Any] | None = None
+    # Issue 17 (objectives): how rows are split and weighted (docs/objectives.md).
+    #: ``random`` (seeded, the default), ``ood`` (by ``split_variable``: its lowest values train,
+    #: its highest test) or ``chronological`` (row order: the first rows train, the last test).
+    #: ``dataset.split=ood`` is short for ``split_kind=ood`` with the default fractions.
+    split_kind: str = "random"
+    #: The ``ood`` split's variable.
+    split_variable: str | None = None
+    #: A csv/parquet column of per-row sample weights (not a feature; ``None``: all rows 1).
+    weight: str | None = None
 
     def __post_init__(self) -> None:
         p = self.GROUP
         _set(self, "units", units_value(self.units, f"{p}.units", self.source))
         _set(self, "source", str_value(self.source, f"{p}.source"))
+        split_kind_value(self)
         split = self.split
         if not isinstance(split, (list, tuple)) or len(split) != 3:
             raise SettingsError(f"{p}.split",
@@ -306,6 +389,12 @@ class EvaluatorConfig(_Group):
     #: much work (at its recent fit rate) and keeps batches that short; beyond it, requests
     #: wait to be admitted. For runs of many agents (docs/scaling.md).
     max_queue_s: float | None = None
+    # Issue 17 (objectives): the fitting loss (docs/objectives.md).
+    #: ``mse`` (default), ``mae``, ``huber``, ``logcosh``, ``relative``, or ``module:function``:
+    #: a trusted JAX function ``fn(y_pred, y_true) -> per-row losses``.
+    loss: str = EvaluatorOptions.loss
+    #: Huber's threshold in the target's units (``loss=huber``).
+    huber_delta: float = EvaluatorOptions.huber_delta
     #: The other ``EvaluatorOptions`` fields the config sets (not a key of its own).
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict, metadata={KEY: False})
 
@@ -354,6 +443,9 @@ class EvaluatorConfig(_Group):
         _set(self, "restarts", int_value(self.restarts, f"{p}.restarts", minimum=1))
         _set(self, "dtype", str_value(self.dtype, f"{p}.dtype"))
         _set(self, "method", str_value(self.method, f"{p}.method"))
+        _set(self, "loss", loss_value(self.loss, f"{p}.loss"))
+        _set(self, "huber_delta", float_value(self.huber_delta, f"{p}.huber_delta",
+                                              positive=True))
         options = dict(self.options)
         unknown = sorted(set(options) - self.extra_options())
         if unknown:
@@ -365,8 +457,8 @@ class EvaluatorConfig(_Group):
     def evaluator_options(self) -> dict[str, Any]:
         """Keyword arguments of ``Evaluator(dataset, **options)`` (``device`` included)."""
         return {"restarts": self.restarts, "dtype": self.dtype, "method": self.method,
-                "variable_projection": self.variable_projection, **self.options,
-                "device": self.device}
+                "variable_projection": self.variable_projection, "loss": self.loss,
+                "huber_delta": self.huber_delta, **self.options, "device": self.device}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,6 +502,14 @@ class SearchConfig(_Group):
     #: any unit (``false``, as PySR allows: a formula is consistent when some units of its
     #: constants make it so).
     dimensionless_constants_only: bool = True
+    # Issue 17 (objectives): extra metrics and the ranking metric (docs/objectives.md).
+    #: Extra per-candidate metrics stored as result columns: ``mae``, ``r2``, ``aic``, ``bic``,
+    #: ``pearson_r``, ``spearman_r`` (``[]``: none).
+    metrics: tuple[str, ...] = ()
+    #: What the archive, the best-so-far and selection rank by: ``val_nmse`` (default),
+    #: ``val_loss`` (the fitting loss), or a metric of ``search.metrics``; ``r2``, ``pearson_r``
+    #: and ``spearman_r`` rank higher first.
+    rank_by: str = "val_nmse"
 
     def __post_init__(self) -> None:
         p = self.GROUP
@@ -439,6 +539,8 @@ class SearchConfig(_Group):
                                                    f"{p}.max_agent_restarts", minimum=0))
         _set(self, "dimensionless_constants_only", bool_value(
             self.dimensionless_constants_only, f"{p}.dimensionless_constants_only"))
+        _set(self, "metrics", metric_names(self.metrics, f"{p}.metrics"))
+        _set(self, "rank_by", rank_by_value(self.rank_by, f"{p}.rank_by", self.metrics))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,15 @@ table; ``dataset_from_arrays(X, y)`` takes arrays in memory. All give a frozen :
 with a seeded split and a stable content hash.
 """
 
-from .dataset import DEFAULT_SPLIT, MIN_ROWS, Dataset, DatasetError, DatasetUnitsError, Splits
+from .dataset import (
+    DEFAULT_SPLIT,
+    MIN_ROWS,
+    SPLIT_KINDS,
+    Dataset,
+    DatasetError,
+    DatasetUnitsError,
+    Splits,
+)
 from .feynman import (
     FeynmanEquation,
     FeynmanVariable,
@@ -20,6 +28,7 @@ from .loaders import (
     FEYNMAN_UNITS,
     SCHEMES,
     check_feature_names,
+    check_weights,
     dataset_from_arrays,
     load_dataset,
     resolve_units,
@@ -33,6 +42,7 @@ __all__ = [
     "FEYNMAN_UNITS",
     "MIN_ROWS",
     "SCHEMES",
+    "SPLIT_KINDS",
     "Dataset",
     "DatasetError",
     "DatasetUnitsError",
@@ -40,6 +50,7 @@ __all__ = [
     "FeynmanVariable",
     "Splits",
     "check_feature_names",
+    "check_weights",
     "dataset_from_arrays",
     "feynman_equation",
     "feynman_equation_units",

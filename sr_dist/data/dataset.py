@@ -17,6 +17,11 @@ from ..formula.units import DatasetUnits
 DEFAULT_SPLIT: tuple[float, float, float] = (0.7, 0.15, 0.15)
 #: Fewest rows a dataset may have.
 MIN_ROWS = 10
+#: How rows are split (``dataset.split_kind``): a seeded random partition (the default); ``ood``:
+#: sorted by one variable, the lowest values train, the next validation, the highest test, so
+#: validation and test measure extrapolation; ``chronological``: rows in their order, the first
+#: train, then validation, the last test (ordered data such as time series).
+SPLIT_KINDS: tuple[str, ...] = ("random", "ood", "chronological")
 
 
 class DatasetError(ValueError):
@@ -36,6 +41,9 @@ class Splits:
     test: np.ndarray
     fractions: tuple[float, float, float]
     seed: int
+    #: One of :data:`SPLIT_KINDS`; ``variable`` is the ``ood`` split's variable.
+    kind: str = "random"
+    variable: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +65,9 @@ class Dataset:
     #: The unit of each variable and of the target, when known (``load_dataset(units=...)``);
     #: with units, candidates are checked for dimensional consistency.
     units: DatasetUnits | None = None
+    #: Per-row sample weights (``None``: every row weighs 1); they enter the fitting loss and
+    #: the (weighted) NMSE. Read-only, finite, non-negative.
+    weight: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -86,6 +97,18 @@ class Dataset:
     @property
     def y_test(self) -> np.ndarray:
         return self.y[self.splits.test]
+
+    @property
+    def w_train(self) -> np.ndarray | None:
+        return None if self.weight is None else self.weight[self.splits.train]
+
+    @property
+    def w_val(self) -> np.ndarray | None:
+        return None if self.weight is None else self.weight[self.splits.val]
+
+    @property
+    def w_test(self) -> np.ndarray | None:
+        return None if self.weight is None else self.weight[self.splits.test]
 
     def ground_truth_formula(self) -> Formula | None:
         """The ground truth parsed with the feature names as variables, when known."""
@@ -127,18 +150,31 @@ def check_split(split: tuple[float, float, float]) -> tuple[float, float, float]
     return parts[0], parts[1], parts[2]
 
 
-def make_splits(n: int, fractions: tuple[float, float, float], seed: int) -> Splits:
-    """A seeded random partition of ``range(n)``; val/test get at least one row if asked for.
+def make_splits(n: int, fractions: tuple[float, float, float], seed: int, kind: str = "random",
+                order: np.ndarray | None = None, variable: str | None = None) -> Splits:
+    """A partition of ``range(n)``; val/test get at least one row if asked for.
 
-    The permutation uses its own generator (seeded by ``(seed, 1)``) so it does not depend on
-    how the rows were sampled.
+    ``random``: seeded; the permutation uses its own generator (seeded by ``(seed, 1)``) so it
+    does not depend on how the rows were sampled. ``ood``: rows by ascending ``order`` (the
+    split variable's values; ties in row order), the lowest train, the highest test.
+    ``chronological``: rows in their order.
     """
     _, f_val, f_test = fractions
     n_val = max(1, int(n * f_val)) if f_val > 0 else 0
     n_test = max(1, int(n * f_test)) if f_test > 0 else 0
     if n - n_val - n_test < 1:
         raise DatasetError(f"{n} rows are too few for the split {fractions!r}")
-    perm = np.random.default_rng([seed, 1]).permutation(n)
+    if kind not in SPLIT_KINDS:
+        raise DatasetError(f"split kind must be one of {', '.join(SPLIT_KINDS)}, got {kind!r}")
+    if kind == "random":
+        perm = np.random.default_rng([seed, 1]).permutation(n)
+    elif kind == "ood":
+        if order is None or len(order) != n:
+            raise DatasetError("an ood split needs the split variable's values "
+                               "(split_variable=NAME)")
+        perm = np.argsort(np.asarray(order, dtype=np.float64), kind="stable")
+    else:
+        perm = np.arange(n)
     parts = (
         np.sort(perm[: n - n_val - n_test]),
         np.sort(perm[n - n_val - n_test: n - n_test]),
@@ -146,14 +182,16 @@ def make_splits(n: int, fractions: tuple[float, float, float], seed: int) -> Spl
     )
     for part in parts:
         part.flags.writeable = False
-    return Splits(parts[0], parts[1], parts[2], fractions, seed)
+    return Splits(parts[0], parts[1], parts[2], fractions, seed, kind,
+                  variable if kind == "ood" else None)
 
 
 def content_hash(
     feature_names: tuple[str, ...], target_name: str, X: np.ndarray, y: np.ndarray,
-    splits: Splits,
+    splits: Splits, weight: np.ndarray | None = None,
 ) -> str:
-    """sha256 over names, shapes, the float64 bytes of X and y, and the split indices."""
+    """sha256 over names, shapes, the float64 bytes of X and y, the split indices and, when
+    there are any, the sample weights (so unweighted datasets keep their old hashes)."""
     digest = hashlib.sha256()
     header = {
         "format": "sr-dist-dataset-v1",
@@ -167,6 +205,9 @@ def content_hash(
     for part in (splits.train, splits.val, splits.test):
         digest.update(b"|")
         digest.update(np.ascontiguousarray(part, dtype="<i8").tobytes())
+    if weight is not None:
+        digest.update(b"|weight|")
+        digest.update(np.ascontiguousarray(weight, dtype="<f8").tobytes())
     return digest.hexdigest()
 
 

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from ..formula.units import DatasetUnits, UnitError
 from .dataset import (
     DEFAULT_SPLIT,
     MIN_ROWS,
+    SPLIT_KINDS,
     Dataset,
     DatasetError,
     DatasetUnitsError,
@@ -53,6 +54,9 @@ def load_dataset(
     target: str | None = None,
     split: Sequence[float] = DEFAULT_SPLIT,
     units: UnitsSpec = None,
+    split_kind: str = "random",
+    split_variable: str | None = None,
+    weight: str | None = None,
 ) -> Dataset:
     """Load a dataset; raises :class:`DatasetError` with a fixable message on bad input.
 
@@ -66,8 +70,15 @@ def load_dataset(
     - ``units``: the unit of each variable and of the target (``None``: unknown), a mapping
       from every name to its unit, or ``"feynman"`` for a ``feynman:`` source (the embedded
       units table); bad units are a :class:`DatasetUnitsError`.
+    - ``split_kind``: ``random`` (default), ``ood`` (by ``split_variable``'s values: the lowest
+      train, the highest test) or ``chronological`` (row order); see ``SPLIT_KINDS``.
+    - ``weight``: a csv/parquet column of per-row sample weights (not a feature).
     """
-    dataset = _load(source, n, seed, noise, target, split)
+    how = _SplitHow(_check_kind(split_kind, split_variable), split_variable)
+    if weight is not None and source.partition(":")[0] == "feynman":
+        raise DatasetError("a weight column needs a csv: or parquet: source; a feynman: "
+                           "dataset has none (drop dataset.weight)")
+    dataset = _load(source, n, seed, noise, target, split, how, weight)
     return dataset if units is None else dataset.with_units(resolve_units(units, dataset))
 
 
@@ -81,14 +92,20 @@ def dataset_from_arrays(
     split: Sequence[float] = DEFAULT_SPLIT,
     units: UnitsSpec = None,
     name: str | None = None,
+    split_kind: str = "random",
+    split_variable: str | None = None,
+    sample_weight: Any = None,
 ) -> Dataset:
     """A :class:`Dataset` from arrays in memory, with the CSV path's checks (names the formula
     language can spell, enough rows, finite numbers, a target that varies).
 
     ``X``: n x d numbers; ``y``: n numbers; ``feature_names``: d names (default ``x0 .. x{d-1}``).
     The name is ``arrays:<first 12 hex digits of the content hash>`` unless given, so the same
-    data and split always get the same name (resuming a run checks it).
+    data and split always get the same name (resuming a run checks it). ``sample_weight``: n
+    finite, non-negative numbers (``None``: all 1); ``split_kind``/``split_variable`` as in
+    :func:`load_dataset`.
     """
+    how = _SplitHow(_check_kind(split_kind, split_variable), split_variable)
     fractions = check_split(tuple(split))  # type: ignore[arg-type]
     seed = _check_seed(seed)
     try:
@@ -119,15 +136,16 @@ def dataset_from_arrays(
     if target_name in features:
         raise DatasetError(f"the target name {target_name!r} is also a variable name; rename one")
     _check_values(matrix, target, features, target_name, kind="array")
+    weights = None if sample_weight is None else check_weights(sample_weight, rows)
     description = (
         f"In-memory arrays: predict the target '{target_name}' from {width} "
         f"variable{'s' if width != 1 else ''}: {_describe_ranges(features, matrix)}. There are "
-        f"{rows} rows; {_split_phrase(fractions, seed)}."
+        f"{rows} rows; {_split_phrase(fractions, seed, how)}."
     )
     dataset = _assemble(
         name=name or ARRAYS_SCHEME, source=ARRAYS_SCHEME, features=features, target=target_name,
         X=matrix, y=target, fractions=fractions, seed=seed, noise=0.0, ground_truth=None,
-        description=description,
+        description=description, how=how, weight=weights,
     )
     if name is None:
         dataset = dataclasses.replace(dataset, name=f"{ARRAYS_SCHEME}{dataset.content_hash[:12]}",
@@ -155,9 +173,49 @@ def resolve_units(units: UnitsSpec, dataset: Dataset) -> DatasetUnits | None:
         raise DatasetUnitsError(str(exc)) from None
 
 
+class _SplitHow(NamedTuple):
+    """How rows are split: the kind and, for ``ood``, the variable."""
+
+    kind: str = "random"
+    variable: str | None = None
+
+
+def _check_kind(kind: str, variable: str | None) -> str:
+    if kind not in SPLIT_KINDS:
+        raise DatasetError(f"split_kind must be one of {', '.join(SPLIT_KINDS)}, got {kind!r}")
+    if kind == "ood" and not (isinstance(variable, str) and variable):
+        raise DatasetError("split_kind 'ood' needs split_variable, the variable whose highest "
+                           "values become the test rows (e.g. split_variable='x0')")
+    if kind != "ood" and variable is not None:
+        raise DatasetError(f"split_variable is only used by split_kind 'ood', not {kind!r}; "
+                           "drop it or set split_kind='ood'")
+    return kind
+
+
+def check_weights(values: Any, rows: int) -> np.ndarray:
+    """Sample weights: ``rows`` finite, non-negative numbers, not all zero."""
+    try:
+        w = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DatasetError("sample weights must be numbers") from None
+    if w.ndim != 1 or w.shape[0] != rows:
+        raise DatasetError(f"sample weights must be one number per row ({rows}), got shape "
+                           f"{w.shape}")
+    count, first = _non_finite(w)
+    if count:
+        raise DatasetError(f"{count} sample weights are missing or not finite (first at row "
+                           f"{first}); give every row a finite weight")
+    if np.any(w < 0):
+        raise DatasetError(f"sample weights must not be negative (row {int(np.argmax(w < 0))} "
+                           f"is {float(w[np.argmax(w < 0)]):g})")
+    if not np.any(w > 0):
+        raise DatasetError("sample weights are all zero; at least one row must count")
+    return w
+
+
 def _load(
     source: str, n: int | None, seed: int, noise: float, target: str | None,
-    split: Sequence[float],
+    split: Sequence[float], how: _SplitHow = _SplitHow(), weight: str | None = None,  # noqa: B008
 ) -> Dataset:
     if not isinstance(source, str) or not source.strip():
         raise DatasetError(f"a dataset source must be a non-empty string, got {source!r}")
@@ -168,14 +226,15 @@ def _load(
         n = _check_n(n)
     scheme, _, rest = source.partition(":")
     if scheme == "feynman" and rest:
-        return _load_feynman(source, rest.strip(), n, seed, noise, target, fractions)
+        return _load_feynman(source, rest.strip(), n, seed, noise, target, fractions, how)
     if scheme in ("csv", "parquet") and rest:
-        return _load_table(source, scheme, rest, n, seed, noise, target, fractions)
+        return _load_table(source, scheme, rest, n, seed, noise, target, fractions, how, weight)
     lowered = source.lower()
     if lowered.endswith(".csv"):
-        return _load_table(source, "csv", source, n, seed, noise, target, fractions)
+        return _load_table(source, "csv", source, n, seed, noise, target, fractions, how, weight)
     if lowered.endswith(".parquet"):
-        return _load_table(source, "parquet", source, n, seed, noise, target, fractions)
+        return _load_table(source, "parquet", source, n, seed, noise, target, fractions, how,
+                           weight)
     raise DatasetError(
         f"unknown dataset source {source!r}; use one of {', '.join(SCHEMES)} "
         "(e.g. 'feynman:I.6.2', 'csv:data.csv', 'parquet:data.parquet') "
@@ -221,19 +280,33 @@ def _noise_phrase(noise: float) -> str:
     return f"Gaussian noise with standard deviation {noise:g} x std(y) was added to the target"
 
 
-def _split_phrase(fractions: tuple[float, float, float], seed: int) -> str:
+def _split_phrase(fractions: tuple[float, float, float], seed: int,
+                  how: _SplitHow = _SplitHow()) -> str:  # noqa: B008 - a frozen value
     pct = "/".join(f"{100 * f:g}" for f in fractions)
+    if how.kind == "ood":
+        return (f"rows are split {pct} into train/validation/test by the value of "
+                f"{how.variable} (lowest train, highest test: an extrapolation test)")
+    if how.kind == "chronological":
+        return f"rows are split {pct} into train/validation/test in row order (first train)"
     return f"rows are split {pct} into train/validation/test (seed {seed})"
 
 
 def _assemble(
     *, name: str, source: str, features: tuple[str, ...], target: str, X: np.ndarray,
     y: np.ndarray, fractions: tuple[float, float, float], seed: int, noise: float,
-    ground_truth: str | None, description: str,
+    ground_truth: str | None, description: str, how: _SplitHow = _SplitHow(),  # noqa: B008
+    weight: np.ndarray | None = None,
 ) -> Dataset:
     X = freeze(X)
     y = freeze(y)
-    splits = make_splits(X.shape[0], fractions, seed)
+    order = None
+    if how.kind == "ood":
+        if how.variable not in features:
+            raise DatasetError(f"split_variable {how.variable!r} is not a variable; the "
+                               f"variables are {', '.join(features)}")
+        order = X[:, features.index(how.variable)]
+    splits = make_splits(X.shape[0], fractions, seed, how.kind, order, how.variable)
+    frozen_w = None if weight is None else freeze(weight)
     return Dataset(
         name=name,
         source=source,
@@ -244,9 +317,10 @@ def _assemble(
         splits=splits,
         ground_truth=ground_truth,
         description=description,
-        content_hash=content_hash(features, target, X, y, splits),
+        content_hash=content_hash(features, target, X, y, splits, frozen_w),
         seed=seed,
         noise=noise,
+        weight=frozen_w,
     )
 
 
@@ -262,7 +336,7 @@ def _add_noise(y: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndar
 
 def _load_feynman(
     source: str, key: str, n: int | None, seed: int, noise: float, target: str | None,
-    fractions: tuple[float, float, float],
+    fractions: tuple[float, float, float], how: _SplitHow = _SplitHow(),  # noqa: B008
 ) -> Dataset:
     try:
         eq = feynman_equation(key)
@@ -281,12 +355,12 @@ def _load_feynman(
         f"predict the physical quantity '{eq.output}' from {len(eq.variables)} "
         f"variable{'s' if len(eq.variables) != 1 else ''}, each sampled uniformly at random "
         f"in its range: {ranges}. There are {rows} rows; {_noise_phrase(noise)}; "
-        f"{_split_phrase(fractions, seed)}."
+        f"{_split_phrase(fractions, seed, how)}."
     )
     return _assemble(
         name=f"feynman:{eq.filename}", source=source, features=eq.variable_names,
         target=eq.output, X=X, y=y, fractions=fractions, seed=seed, noise=noise,
-        ground_truth=eq.formula, description=description,
+        ground_truth=eq.formula, description=description, how=how,
     )
 
 
@@ -422,6 +496,7 @@ def _describe_ranges(features: Sequence[str], X: np.ndarray) -> str:
 def _load_table(
     source: str, scheme: str, path_text: str, n: int | None, seed: int, noise: float,
     target: str | None, fractions: tuple[float, float, float],
+    how: _SplitHow = _SplitHow(), weight: str | None = None,  # noqa: B008
 ) -> Dataset:
     table = _read_arrow(scheme, path_text)
     columns = list(table.column_names)
@@ -435,7 +510,12 @@ def _load_table(
         raise DatasetError(
             f"target column {target_name!r} not found; columns are: {', '.join(columns)}"
         )
-    features = tuple(c for c in columns if c != target_name)
+    if weight is not None and weight not in columns:
+        raise DatasetError(f"weight column {weight!r} not found; columns are: "
+                           f"{', '.join(columns)}")
+    if weight is not None and weight == target_name:
+        raise DatasetError(f"the weight column {weight!r} is also the target; name another")
+    features = tuple(c for c in columns if c not in (target_name, weight))
     if not features:
         raise DatasetError(f"{path_text} has only the target column {target_name!r}; "
                            "at least one feature column is needed")
@@ -448,10 +528,12 @@ def _load_table(
     for j, name in enumerate(features):
         X[:, j] = _numeric_column(table, name)
     _check_values(X, y, features, target_name, kind="column")
+    w = None if weight is None else check_weights(_numeric_column(table, weight), rows)
     subsampled = ""
     if n is not None and n < rows:
         keep = np.sort(np.random.default_rng([seed, 2]).choice(rows, size=n, replace=False))
         X, y = X[keep], y[keep]
+        w = None if w is None else w[keep]
         subsampled = f" (a seeded random subset of the file's {rows} rows)"
         if np.all(y == y[0]):
             raise DatasetError(f"target is constant in the {n} sampled rows")
@@ -461,10 +543,11 @@ def _load_table(
         f"Tabular dataset from {Path(path_text).name} ({scheme}): predict the target "
         f"'{target_name}' from {len(features)} variable{'s' if len(features) != 1 else ''}: "
         f"{ranges}. There are {X.shape[0]} rows{subsampled}; {_noise_phrase(noise)}; "
-        f"{_split_phrase(fractions, seed)}."
+        f"{_split_phrase(fractions, seed, how)}"
+        f"{'' if weight is None else f'; rows are weighted by the column {weight!r}'}."
     )
     return _assemble(
         name=f"{scheme}:{path_text}", source=source, features=features, target=target_name,
         X=X, y=y, fractions=fractions, seed=seed, noise=noise, ground_truth=None,
-        description=description,
+        description=description, how=how, weight=w,
     )

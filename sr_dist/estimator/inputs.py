@@ -130,10 +130,11 @@ def as_target(y: Any, rows: int) -> np.ndarray:
     return target
 
 
-def check_sample_weight(sample_weight: Any, rows: int) -> None:
-    """Equal weights (or none) are accepted; unequal weights are refused, not ignored."""
+def check_sample_weight(sample_weight: Any, rows: int) -> np.ndarray | None:
+    """The weights as a float array (``None`` for none): one finite, non-negative number per
+    row, not all zero. They enter the fitting loss and the weighted NMSE (docs/objectives.md)."""
     if sample_weight is None:
-        return
+        return None
     weights = _numbers(sample_weight, "sample_weight")
     if weights.ndim != 1 or weights.shape[0] != rows:
         raise ValueError(f"sample_weight must be one number per row ({rows}), got shape "
@@ -142,11 +143,7 @@ def check_sample_weight(sample_weight: Any, rows: int) -> None:
         raise ValueError("sample_weight must be finite and non-negative")
     if not np.any(weights):
         raise ValueError("sample_weight is all zero: at least one weight must be non-zero")
-    if np.any(weights != weights[0]):
-        raise NotImplementedError(
-            "sample_weight with unequal weights is not supported yet: sr-dist's evaluator fits "
-            "every row with the same weight (weighted fits are issue 17). Pass "
-            "sample_weight=None, or repeat/drop rows to weight them.")
+    return np.asarray(weights, dtype=np.float64)
 
 
 def names_or_default(names: Sequence[str] | None, width: int) -> tuple[str, ...]:

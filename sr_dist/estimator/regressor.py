@@ -155,7 +155,8 @@ class SymbolicRegressor:
         ``variable_names``: the formula variables' names (default: the table's column names,
         else ``x0, x1, ...``). ``units``: name -> unit for every variable and the target (``y``,
         or the Series' name), to check candidates for dimensional consistency.
-        ``sample_weight``: equal weights only, for now (weighted fits are issue 17).
+        ``sample_weight``: one non-negative weight per row; it weights the fitting loss and the
+        NMSE every candidate is ranked by (docs/objectives.md).
         """
         from sr_dist.data import dataset_from_arrays
         from sr_dist.search import run_search, settings_from_config
@@ -165,7 +166,7 @@ class SymbolicRegressor:
         features = as_features(X)
         rows, width = features.matrix.shape
         target = as_target(y, rows)
-        check_sample_weight(sample_weight, rows)
+        weights = check_sample_weight(sample_weight, rows)
         names = self._variable_names(features, variable_names)
         target_name = "y" if "y" not in names else "target"
         resume = getattr(self, "run_id_", None) if self.warm_start else None
@@ -174,7 +175,10 @@ class SymbolicRegressor:
         overrides = overrides_for(self.get_params(), units=units, resume=resume)
         settings = settings_from_config(compose_config(overrides))
         dataset = dataset_from_arrays(features.matrix, target, names, target_name,
-                                      seed=settings.dataset.seed, split=settings.dataset.split)
+                                      seed=settings.dataset.seed, split=settings.dataset.split,
+                                      split_kind=settings.dataset.split_kind,
+                                      split_variable=settings.dataset.split_variable,
+                                      sample_weight=weights)
         overrides = overrides_for(self.get_params(), units=units, resume=resume, source=dataset.name)
         cfg = compose_config(overrides)
         out = sys.stdout if self.verbose else io.StringIO()
@@ -402,7 +406,8 @@ class SymbolicRegressor:
         settings = settings_from_config(OmegaConf.create(record["config"]), base_dir=root)
         d = settings.dataset
         dataset = load_dataset(d.source, n=d.n, seed=d.seed, noise=d.noise, target=d.target,
-                               split=d.split, units=d.units)
+                               split=d.split, units=d.units, split_kind=d.split_kind,
+                               split_variable=d.split_variable, weight=d.weight)
         front = pareto_front(root, run_id=record["run_id"]).to_pylist()
         X_check, y_check = (dataset.X_val, dataset.y_val) if dataset.y_val.size else \
             (dataset.X_train, dataset.y_train)

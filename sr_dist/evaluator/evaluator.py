@@ -28,6 +28,9 @@ from typing import (
 
 import numpy as np
 
+from sr_dist.candidate import RANK_METRICS
+from sr_dist.evaluator.losses import QUADRATIC_LOSSES, LossSpec, resolve_loss
+from sr_dist.evaluator.metrics import check_metrics, extra_metrics
 from sr_dist.evaluator.program import (
     LoweringError,
     Program,
@@ -160,12 +163,25 @@ class EvaluatorOptions:
     #: Variable projection (``method="lm"`` only): constants that enter linearly are solved by
     #: linear least squares inside the fit and LM iterates only on the others (lm.py).
     variable_projection: bool = True
+    #: The fitting loss (docs/objectives.md): ``mse`` (least squares, the default), ``mae``,
+    #: ``huber``, ``logcosh``, ``relative`` (squared relative error), or ``module:function``
+    #: naming a trusted JAX function ``fn(y_pred, y_true) -> per-row losses``.
+    loss: str = "mse"
+    #: Huber's threshold, in the target's units (``loss="huber"`` only).
+    huber_delta: float = 1.0
+    #: Extra per-candidate metrics (``mae``, ``r2``, ``aic``, ``bic``, ``pearson_r``,
+    #: ``spearman_r``), computed after the fit and returned in ``FitResult.metrics``.
+    metrics: tuple[str, ...] = ()
+    #: The metric results rank by (``search.rank_by``), stamped on every ``FitResult`` so every
+    #: consumer (archive, best-so-far, listings) ranks the same way; it changes no fitted value.
+    rank_by: str = "val_nmse"
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
                 self.polish_iters, self.subsample, self.ftol,
                 self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
-                self.chunk_rows, self.layout, self.const_buckets)
+                self.chunk_rows, self.layout, self.const_buckets, self.loss, self.huber_delta,
+                self.metrics)
 
 
 def _validate(opts: EvaluatorOptions) -> None:
@@ -193,9 +209,39 @@ def _validate(opts: EvaluatorOptions) -> None:
         raise ValueError("const_buckets must be a non-empty increasing tuple")
     if opts.const_buckets[0] < 1:  # constant-free programs need no bucket of their own
         raise ValueError(f"const_buckets must be positive, got {opts.const_buckets}")
+    check_metrics(opts.metrics)
+    if opts.rank_by not in RANK_METRICS:
+        raise ValueError(f"rank_by must be one of {', '.join(RANK_METRICS)}, got "
+                         f"{opts.rank_by!r}")
     if not isinstance(opts.variable_projection, bool):
         raise ValueError("variable_projection must be true or false, got "
                          f"{opts.variable_projection!r}")
+
+
+def _split_weights(dataset: Any) -> _PerSplit[np.ndarray] | None:
+    """The dataset's sample weights per split (``w_train``/``w_val``/``w_test``), or ``None``
+    when it has none or all are 1 (then the fit is exactly the unweighted one)."""
+    parts = [getattr(dataset, name, None) for name in ("w_train", "w_val", "w_test")]
+    if any(p is None for p in parts):
+        return None
+    arrays = [np.asarray(p, dtype=np.float64).ravel() for p in parts]
+    if all(bool(np.all(a == 1.0)) for a in arrays):
+        return None
+    for a in arrays:
+        if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+            raise ValueError("sample weights must be finite and non-negative")
+    if not float(np.sum(arrays[0])) > 0:
+        raise ValueError("the training rows' sample weights are all zero")
+    return _PerSplit(arrays[0], arrays[1], arrays[2])
+
+
+def _weighted_var(y: np.ndarray, w: np.ndarray) -> float:
+    """Weighted population variance (NaN for an empty or weightless split)."""
+    total = float(np.sum(w))
+    if len(y) == 0 or not total > 0:
+        return math.nan
+    mean = float(np.sum(w * y)) / total
+    return float(np.sum(w * (y - mean) ** 2)) / total
 
 
 def _round_up(n: int, m: int) -> int:
@@ -296,6 +342,10 @@ class _Metrics(NamedTuple):
     val_nmse: float | None
     test_nmse: float | None
     r2: float | None
+    train_loss: float | None = None
+    val_loss: float | None = None
+    #: The requested extra metrics (``EvaluatorOptions.metrics``), name -> value.
+    extra: tuple[tuple[str, float | None], ...] = ()
 
 
 _NO_METRICS = _Metrics(None, None, None, None, None)
@@ -321,6 +371,7 @@ class _HostFit(NamedTuple):
     iters: np.ndarray  # (B,)
     split_sse: np.ndarray  # (B, 3)
     split_bad: np.ndarray  # (B, 3)
+    split_loss: np.ndarray  # (B, 3)
 
 
 class _Launched(NamedTuple):
@@ -348,9 +399,15 @@ class Evaluator:
     """
 
     def __init__(self, dataset: DatasetLike, **options: Any) -> None:
+        if "metrics" in options and options["metrics"] is not None:
+            options["metrics"] = tuple(options["metrics"])
         self.options = EvaluatorOptions(**options)
         _validate(self.options)
         opts = self.options
+        weights = _split_weights(dataset)
+        self._loss: LossSpec = resolve_loss(opts.loss, opts.huber_delta,
+                                            weighted=weights is not None)
+        self._weights = weights
         if opts.compilation_cache_dir or os.environ.get("SR_DIST_JAX_CACHE_DIR"):
             enable_persistent_cache(opts.compilation_cache_dir
                                     or os.environ["SR_DIST_JAX_CACHE_DIR"])
@@ -400,13 +457,24 @@ class Evaluator:
         self._var = _PerSplit(float(np.var(ytr)), float(np.var(yva)) if len(yva) else math.nan,
                               float(np.var(yte)) if len(yte) else math.nan)
         self._sizes = _PerSplit(len(ytr), len(yva), len(yte))
+        wts = self._weights
+        self._wsum: _PerSplit[float] = _PerSplit(*(float(n) for n in self._sizes))
+        if wts is not None:
+            self._wsum = _PerSplit(*(float(np.sum(w)) for w in wts))
+            self._var = _PerSplit(*(_weighted_var(yy, w) for yy, w in
+                                    zip((ytr, yva, yte), wts)))
+        if self._loss.name == "relative" and np.any(ytr == 0):
+            raise ValueError("loss 'relative' divides by the target, but "
+                             f"{int(np.sum(ytr == 0))} training targets are 0; choose another "
+                             "evaluator.loss or drop those rows")
+        w_train = wts.train if wts is not None else np.ones(len(ytr))
         if self._n_train > opts.subsample and opts.method == "lm":
             rng = np.random.default_rng(opts.seed)
             rows = np.sort(rng.choice(self._n_train, opts.subsample, replace=False))
-            fit_X, fit_y = Xtr[rows], ytr[rows]
+            fit_X, fit_y, fit_w = Xtr[rows], ytr[rows], w_train[rows]
             polish: tuple[np.ndarray, np.ndarray] | None = (Xtr, ytr)
         else:
-            fit_X, fit_y = Xtr, ytr
+            fit_X, fit_y, fit_w = Xtr, ytr, w_train
             polish = None
         self._chunk = min(opts.chunk_rows, _round_up(len(fit_y), 64))
         eps = float(np.finfo(dt).eps)
@@ -431,10 +499,38 @@ class Evaluator:
         every = _chunks(X_all, y_all, self._chunk, dt)
         sc = np.zeros(every.valid.shape, np.int32)
         sc[every.valid] = split
-        self._all_data: tuple[jax.Array, jax.Array, jax.Array] = (
+        self._all_data: tuple[jax.Array, ...] = (
             put(every.X), put(every.y), put(sc))
         self._floors = put(np.array(
             [floor(fit_y), floor(ytr) if polish is not None else 0.0], dtype=dt))
+        if not self._loss.plain:
+            self._objective_data(fit, polish, every, (fit_w, w_train, wts), dt)
+
+    def _objective_data(self, fit: _Chunks, polish: tuple[np.ndarray, np.ndarray] | None,
+                        every: _Chunks, weights: tuple[Any, ...], dt: np.dtype[Any]) -> None:
+        """The device data of a loss other than plain mse: the valid-row masks become float
+        sample weights (0 on padding), the split table gains a weight row, and the floors
+        hold no rounding floor (a robust loss has no SSE floor to stop at) but the scale
+        ``tau`` of the mae/user-loss IRLS weights (1e-6 of the target's spread)."""
+        put = self._put
+        fit_w, w_train, wts = weights
+
+        def spread(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+            out = np.zeros(valid.shape, dtype=dt)
+            out[valid] = values
+            return out
+
+        self._fit_data = (self._fit_data[0], self._fit_data[1], put(spread(fit_w, fit.valid)))
+        if self._polish_data is not None and polish is not None:
+            pol = _chunks(*polish, self._chunk, dt)
+            self._polish_data = (self._polish_data[0], self._polish_data[1],
+                                 put(spread(w_train, pol.valid)))
+        w_all = (np.concatenate(list(wts)) if wts is not None
+                 else np.ones(int(every.valid.sum())))
+        self._all_data = (*self._all_data, put(spread(w_all, every.valid)))
+        y_train = np.asarray(self.dataset.y_train, dtype=np.float64).ravel()
+        scale = float(np.std(y_train)) or 1.0
+        self._floors = put(np.array([0.0, 0.0, 1e-6 * scale], dtype=dt))
 
     def _put(self, a: Any) -> jax.Array:
         """Copy a host array to the evaluator's device."""
@@ -571,6 +667,8 @@ class Evaluator:
             jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity, bucket)
 
         fresh = self._run_jobs(list(jobs.values()))
+        if self.options.metrics:
+            self._add_extra_metrics(jobs, fresh)
         for canon, entry in fresh.items():
             if entry.status != "error":  # internal failures are retried next time, not cached
                 self._cache[_CacheKey(self.dataset.content_hash, canon, fit_key)] = entry
@@ -614,7 +712,9 @@ class Evaluator:
             expression=f.text, canonical=f.canonical, status=entry.status, error=entry.error,
             constants=constants, complexity=f.complexity, train_mse=m.train_mse,
             train_nmse=m.train_nmse, val_nmse=m.val_nmse, test_nmse=m.test_nmse, r2=m.r2,
-            fit_s=entry.fit_s, cached=cached, iterations=entry.iterations)
+            fit_s=entry.fit_s, cached=cached, iterations=entry.iterations,
+            train_loss=m.train_loss, val_loss=m.val_loss, metrics=dict(m.extra),
+            rank_by=self.options.rank_by)
 
     def _run_jobs(self, jobs: list[_Job]) -> dict[str, _Entry]:
         """Fit unique structures bucket by bucket; returns canonical -> cache entry.
@@ -641,7 +741,8 @@ class Evaluator:
             try:
                 p = item.pending
                 host = _HostFit(np.asarray(p.consts), np.asarray(p.fit_sse), np.asarray(p.iters),
-                                np.asarray(p.split_sse), np.asarray(p.split_bad))
+                                np.asarray(p.split_sse), np.asarray(p.split_bad),
+                                np.asarray(p.split_loss))
             except Exception as exc:  # noqa: BLE001
                 self._fail(out, item.jobs, exc)
                 continue
@@ -679,7 +780,8 @@ class Evaluator:
         code, meta, lits = pack_programs(
             [j.program for j in batch], n_vars=f, n_consts=kb, n_lits=sc.n_lits,
             n_instr=sc.n_instr, capacity=cap,
-            linear=opts.variable_projection and opts.method == "lm")
+            linear=(opts.variable_projection and opts.method == "lm"
+                    and self._loss.name in QUADRATIC_LOSSES))
         restarts = 1 if opts.method == "llmsr" else opts.restarts  # llmsr: all ones only
         init = np.zeros((cap, restarts, kb), dtype=self._np_dtype)
         for i, job in enumerate(batch):
@@ -692,7 +794,7 @@ class Evaluator:
         lm = LMOptions(max_iters=opts.max_iters, ftol=opts.ftol, xtol=opts.xtol,
                        patience=opts.patience)
         key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
-                     opts.dtype, opts.method)
+                     opts.dtype, opts.method, self._loss)
         put = self._put
         args = (put(code), put(meta), put(lits.astype(self._np_dtype)), put(init),
                 put(np.int32(len(batch))), self._fit_data, self._polish_data, self._all_data,
@@ -714,20 +816,29 @@ class Evaluator:
         out: dict[str, _Entry] = {}
         for i, job in enumerate(batch):
             out[job.canonical] = self._entry(host.consts[i, :job.k], host.split_sse[i],
-                                             host.split_bad[i], 0.0, int(host.iters[i]))
+                                             host.split_bad[i], 0.0, int(host.iters[i]),
+                                             host.split_loss[i])
         return out
 
     def _entry(self, cvec: np.ndarray, sse: np.ndarray, bad: np.ndarray, fit_s: float,
-               iters: int) -> _Entry:
+               iters: int, lsum: np.ndarray | None = None) -> _Entry:
         mses: list[float | None] = []
+        losses: list[float | None] = []
+        plain = self._loss.plain
         for s in range(3):
             n = self._sizes[s]
-            if n == 0:
+            wsum = self._wsum[s]
+            if n == 0 or not wsum > 0:  # an empty split, or one whose rows all weigh 0
                 mses.append(None)
+                losses.append(None)
             elif bad[s] > 0 or not math.isfinite(float(sse[s])):
                 mses.append(math.inf)
+                losses.append(math.inf)
             else:
-                mses.append(float(sse[s]) / n)
+                mses.append(float(sse[s]) / n if plain else float(sse[s]) / wsum)
+                total = float(sse[s] if lsum is None else lsum[s])
+                losses.append(total / (n if plain else wsum) if math.isfinite(total)
+                              else math.inf)
         nm = [None if m is None else nmse(m, v) for m, v in zip(mses, self._var)]
         status: Status = "ok"
         error: str | None = None
@@ -742,16 +853,42 @@ class Evaluator:
                      if any(int(b) for b in bad) else
                      f"non-finite loss on {', '.join(where) or 'fit'}")
         r2 = None if nm[1] is None else 1.0 - nm[1]
-        metrics = _Metrics(mses[0], nm[0], nm[1], nm[2], r2)
+        metrics = _Metrics(mses[0], nm[0], nm[1], nm[2], r2, losses[0], losses[1])
         return _Entry(status, error, tuple(float(v) for v in cvec), metrics, fit_s, iters)
+
+    def _add_extra_metrics(self, jobs: Mapping[str, _Job], fresh: dict[str, _Entry]) -> None:
+        """Fill the requested extra metrics of the fresh ``ok`` entries (one prediction pass
+        on the train and validation rows for the whole set, bucketed like any prediction)."""
+        todo = [(c, jobs[c], e) for c, e in fresh.items() if e.status == "ok" and c in jobs]
+        if not todo:
+            return
+        ds = self.dataset
+        ytr = np.asarray(ds.y_train, dtype=np.float64).ravel()
+        yva = np.asarray(ds.y_val, dtype=np.float64).ravel()
+        wts = self._weights
+        w_train = wts.train if wts is not None else np.ones(len(ytr))
+        w_val = wts.val if wts is not None else np.ones(len(yva))
+        items = [_PredictItem(i, job.program, np.asarray(entry.constants, np.float64))
+                 for i, (_, job, entry) in enumerate(todo)]
+        f = len(self.feature_names)
+        # One pass over train and validation rows together: one row shape, one compile.
+        rows = np.concatenate([np.asarray(ds.X_train, dtype=np.float64).reshape(len(ytr), f),
+                               np.asarray(ds.X_val, dtype=np.float64).reshape(len(yva), f)])
+        pred = self._predict_programs(items, rows)
+        pred_tr = pred[:, :len(ytr)]
+        pred_va = pred[:, len(ytr):] if len(yva) else None
+        for i, (canon, job, entry) in enumerate(todo):
+            values = extra_metrics(
+                self.options.metrics, y_train=ytr, pred_train=pred_tr[i].astype(np.float64),
+                w_train=w_train, y_val=yva,
+                pred_val=None if pred_va is None else pred_va[i].astype(np.float64),
+                w_val=w_val, n_constants=job.k, r2=entry.metrics.r2)
+            fresh[canon] = entry._replace(
+                metrics=entry.metrics._replace(extra=tuple(values.items())))
 
     def _evaluate(self, formulas: Sequence[str | Formula],
                   constants: Sequence[Mapping[str, float] | None] | None,
                   X: np.ndarray | None) -> np.ndarray:
-        from sr_dist.evaluator import kernels as _k
-        from sr_dist.evaluator.interpreter import Layout
-        from sr_dist.evaluator.kernels import PredictKey
-
         parsed = [self._parse(f) for f in formulas]
         if constants is None:
             constants = [None] * len(parsed)
@@ -760,9 +897,6 @@ class Evaluator:
         data = np.asarray(self.dataset.X_train if X is None else X, dtype=np.float64)
         if data.ndim != 2 or data.shape[1] != len(self.feature_names):
             raise ValueError(f"X must be (n, {len(self.feature_names)})")
-        n = data.shape[0]
-        chunk = min(self.options.chunk_rows, _round_up(max(n, 1), 64))
-        Xd = self._put(_chunks(data, np.zeros(n), chunk, self._np_dtype).X)
         progs: list[_PredictItem] = []
         for i, (f, cmap) in enumerate(zip(parsed, constants)):
             prog = lower_cached(f.tree, self.feature_names, tuple(f.constants))
@@ -772,7 +906,19 @@ class Evaluator:
                 raise ValueError(f"formula {i}: no value for constants {missing}")
             progs.append(_PredictItem(i, prog, np.array([values[c] for c in f.constants],
                                                         np.float64)))
-        out = np.empty((len(parsed), n), dtype=self._np_dtype)
+        return self._predict_programs(progs, data)
+
+    def _predict_programs(self, progs: Sequence[_PredictItem], data: np.ndarray) -> np.ndarray:
+        """Predictions (len(progs), n) of lowered programs on rows ``data`` (n, F), row
+        ``item.position`` for each item, batched by bucket."""
+        from sr_dist.evaluator import kernels as _k
+        from sr_dist.evaluator.interpreter import Layout
+        from sr_dist.evaluator.kernels import PredictKey
+
+        n = data.shape[0]
+        chunk = min(self.options.chunk_rows, _round_up(max(n, 1), 64))
+        Xd = self._put(_chunks(data, np.zeros(n), chunk, self._np_dtype).X)
+        out = np.empty((len(progs), n), dtype=self._np_dtype)
         groups: dict[Bucket, list[_PredictItem]] = {}
         for item in progs:
             groups.setdefault(self._bucket_for(item.program), []).append(item)

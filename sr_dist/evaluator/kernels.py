@@ -34,6 +34,7 @@ from sr_dist.evaluator.interpreter import (
     split_pass,
 )
 from sr_dist.evaluator.lm import LMOptions, PassFn, levenberg_marquardt
+from sr_dist.evaluator.losses import LossSpec, objective_pass, objective_split_pass
 
 Array = jax.Array
 
@@ -55,6 +56,9 @@ class FitKey(NamedTuple):
     dtype: str
     #: ``"lm"`` (restarts + Levenberg-Marquardt) or ``"llmsr"`` (BFGS on the MSE, see bfgs.py).
     method: str = "lm"
+    #: The fitting loss and whether rows are weighted (losses.py); unweighted ``mse`` runs the
+    #: original least-squares passes.
+    loss: LossSpec = LossSpec()
 
 
 class PredictKey(NamedTuple):
@@ -71,6 +75,7 @@ class FitOutput(NamedTuple):
     iters: Array  # (B,) LM passes (all restarts in lockstep, plus polish)
     split_sse: Array  # (B, 3) SSE on finite rows per split
     split_bad: Array  # (B, 3) non-finite rows per split
+    split_loss: Array  # (B, 3) weighted loss sum on finite rows per split (mse: the SSE)
 
 
 def _pick_best(sse: Array, nbad: Array) -> Array:
@@ -82,8 +87,11 @@ def _pick_best(sse: Array, nbad: Array) -> Array:
 def _fit_bucket(
     key: FitKey, code: Array, meta: Array, lits: Array, init: Array, n_formulas: Array,
     fit_data: tuple[Array, Array, Array], polish_data: tuple[Array, Array, Array] | None,
-    all_data: tuple[Array, Array, Array], floors: Array,
+    all_data: tuple[Array, ...], floors: Array,
 ) -> FitOutput:
+    """Fit one batch. ``all_data`` is (X, y, split ids), plus the sample weights when the
+    loss is not plain mse; ``floors`` holds the SSE rounding floors of the fit and polish
+    rows, plus the mae/user-loss scale ``tau`` when the loss is not plain mse."""
     layout = key.layout
     dtype = jnp.dtype(key.dtype)
     k = layout.n_consts
@@ -106,8 +114,15 @@ def _fit_bucket(
             def make_pass(data: tuple[Array, Array, Array]) -> PassFn:
                 X, y, w = data
 
-                def pass_fn(c: Array, regs: Array) -> tuple[Normal, Array]:
-                    return normal_pass(code_i, n_instr, root, layout, c, regs, X, y, w)
+                if key.loss.plain:
+                    def pass_fn(c: Array, regs: Array) -> tuple[Normal, Array]:
+                        return normal_pass(code_i, n_instr, root, layout, c, regs, X, y, w)
+                else:
+                    def pass_fn(c: Array, regs: Array) -> tuple[Normal, Array]:
+                        normal: Normal
+                        normal, regs = objective_pass(code_i, n_instr, root, layout, c, regs,
+                                                      X, y, w, key.loss, floors[2])
+                        return normal, regs
 
                 return pass_fn
 
@@ -126,9 +141,15 @@ def _fit_bucket(
                 pol = levenberg_marquardt(make_pass(polish_data), c[None, :], active, regs0,
                                           key.lm, key.polish_iters, floors[1], linear)
                 c, fit_sse, iters = pol.c[0], pol.sse[0], iters + pol.iters[0] + 1
-        X, y, split = all_data
-        sse, bad = split_pass(code_i, n_instr, root, layout, c, vals0, X, y, split, N_SPLITS)
-        return FitOutput(c, fit_sse, iters, sse, bad)
+        if key.loss.plain:
+            X, y, split = all_data
+            sse, bad = split_pass(code_i, n_instr, root, layout, c, vals0, X, y, split, N_SPLITS)
+            lsum = sse
+        else:
+            X, y, split, wa = all_data
+            sse, lsum, bad = objective_split_pass(code_i, n_instr, root, layout, c, vals0, X, y,
+                                                  split, wa, N_SPLITS, key.loss, floors[2])
+        return FitOutput(c, fit_sse, iters, sse, bad, lsum)
 
     capacity = key.capacity
     if key.mode == "vmap":
@@ -137,7 +158,7 @@ def _fit_bucket(
     out0 = FitOutput(
         jnp.zeros((capacity, k), dtype), jnp.zeros((capacity,), dtype),
         jnp.zeros((capacity,), jnp.int32), jnp.zeros((capacity, N_SPLITS), dtype),
-        jnp.zeros((capacity, N_SPLITS), jnp.int32))
+        jnp.zeros((capacity, N_SPLITS), jnp.int32), jnp.zeros((capacity, N_SPLITS), dtype))
 
     def loop(i: Array, out: FitOutput) -> FitOutput:
         res = fit_one(code[i], meta[i], lits[i], init[i])

@@ -45,6 +45,15 @@ class FitResult:
     iterations: int = 0
     dimensionally_consistent: bool | None = None
     units_mismatch: str | None = None
+    #: The fitting loss (``EvaluatorOptions.loss``, weighted mean per row) on the train and
+    #: validation splits; for ``mse`` the (weighted) MSE. ``inf`` with non-finite predictions.
+    train_loss: float | None = None
+    val_loss: float | None = None
+    #: The extra metrics asked for (``EvaluatorOptions.metrics``), name -> value (``None``
+    #: where undefined); empty when none were asked for or the fit failed.
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    #: The metric candidates rank by (``EvaluatorOptions.rank_by``; ``val_nmse`` by default).
+    rank_by: str = "val_nmse"
 
     @property
     def ok(self) -> bool:
@@ -61,6 +70,8 @@ class FitResult:
             "cached": self.cached, "iterations": self.iterations,
             "dimensionally_consistent": self.dimensionally_consistent,
             "units_mismatch": self.units_mismatch,
+            "train_loss": self.train_loss, "val_loss": self.val_loss,
+            "metrics": dict(self.metrics), "rank_by": self.rank_by,
         }
 
 

@@ -139,7 +139,12 @@ def _dataset_args(config_text: str | None) -> dict[str, Any]:
     for key in ("n", "seed", "noise", "target"):
         if d.get(key) is not None:
             args[key] = d[key]
-    if d.get("split") is not None:
+    for key in ("split_kind", "split_variable", "weight"):  # absent in older runs' configs
+        if d.get(key) is not None:
+            args[key] = d[key]
+    if isinstance(d.get("split"), str):  # dataset.split=ood: a kind, the default fractions
+        args["split_kind"] = d["split"]
+    elif d.get("split") is not None:
         args["split"] = tuple(float(v) for v in d["split"])
     return args
 

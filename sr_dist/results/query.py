@@ -33,8 +33,24 @@ from sr_dist.results.schema import CANDIDATE_SCHEMA, OK_STATUS, RUNS_SCHEMA, Run
 
 T = TypeVar("T")
 
-#: Metrics a Pareto front can be taken over (lower is better).
-PARETO_METRICS: tuple[str, ...] = ("train_nmse", "val_nmse", "test_nmse")
+#: Metrics a Pareto front can be taken over: the NMSEs, and (schema version 3) the fitting
+#: loss and the extra metrics of ``search.metrics``.
+PARETO_METRICS: tuple[str, ...] = ("train_nmse", "val_nmse", "test_nmse", "train_loss",
+                                   "val_loss", "mae", "aic", "bic", "r2", "pearson_r",
+                                   "spearman_r")
+#: Front metrics where higher is better (compared as ``1 - value``, as ``search.rank_by`` does).
+HIGHER_IS_BETTER: frozenset[str] = frozenset({"r2", "pearson_r", "spearman_r"})
+#: Front metrics that may be negative (not clamped at the NMSE resolution).
+SIGNED_METRICS: frozenset[str] = frozenset({"aic", "bic"})
+
+
+def metric_loss(metric: str, value: Any) -> float:
+    """A front metric's value as a lower-is-better loss (``1 - value`` for higher-is-better
+    ones), clamped at the NMSE resolution unless the metric may be negative."""
+    number = float(value)
+    if metric in HIGHER_IS_BETTER:
+        number = 1.0 - number
+    return number if metric in SIGNED_METRICS else max(number, NMSE_RESOLUTION)
 
 
 class ResultsNotFound(FileNotFoundError):
@@ -227,7 +243,8 @@ def pareto_front(
     if table.num_rows == 0:
         return table
     table = _admissible(table)
-    keys = [("complexity", "ascending"), (metric, "ascending")]
+    keys = [("complexity", "ascending"),
+            (metric, "descending" if metric in HIGHER_IS_BETTER else "ascending")]
     keys += [(k, "ascending") for k in ("created_at", "candidate_id") if k in table.column_names]
     table = table.take(pc.sort_indices(table, sort_keys=keys))
     complexities = table["complexity"].to_pylist()
@@ -236,7 +253,7 @@ def pareto_front(
     # the resolution are rounding noise and tie (the simplest exact fit wins), as everywhere.
     keep = front_of(
         range(table.num_rows),
-        loss=lambda i: max(float(scores[i]), NMSE_RESOLUTION),
+        loss=lambda i: metric_loss(metric, scores[i]),
         complexity=lambda i: int(complexities[i]),
     )
     return table.take(pa.array(keep, type=pa.int64()))

@@ -39,6 +39,8 @@ RUN_DATA_FILE = "data.parquet"
 _META_KEY = b"sr_dist.run_data"
 #: Bumped when the layout changes, so an old reader refuses a file it would misread.
 _FORMAT = 1
+#: The column that keeps a weighted dataset's sample weights (a name no variable can have).
+_WEIGHT_COLUMN = "__sample_weight__"
 
 
 def record_dir(results: str | os.PathLike[str], run_id: str) -> Path:
@@ -61,7 +63,11 @@ def write_run_data(results: str | os.PathLike[str], run_id: str, dataset: Datase
         "target_name": dataset.target_name, "seed": int(dataset.splits.seed),
         "split": [float(f) for f in dataset.splits.fractions],
         "content_hash": dataset.content_hash,
+        "split_kind": dataset.splits.kind, "split_variable": dataset.splits.variable,
     }
+    if dataset.weight is not None:
+        columns[_WEIGHT_COLUMN] = dataset.weight
+        meta["weight_column"] = _WEIGHT_COLUMN
     table = pa.table({k: pa.array(np.asarray(v, dtype=np.float64)) for k, v in columns.items()})
     table = table.replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
     path = run_data_path(results, run_id)
@@ -99,8 +105,14 @@ def read_run_data(results: str | os.PathLike[str], run_id: str, name: str | None
                            "write it anew")
     X = np.column_stack([table[c].to_numpy() for c in features]).astype(np.float64, copy=False)
     y = table[target].to_numpy().astype(np.float64, copy=False)
+    weight_col = meta.get("weight_column")
+    weight = (table[weight_col].to_numpy().astype(np.float64, copy=False)
+              if weight_col and weight_col in table.column_names else None)
     dataset = dataset_from_arrays(X, y, features, target, seed=int(meta["seed"]),
-                                  split=tuple(float(f) for f in meta["split"]))
+                                  split=tuple(float(f) for f in meta["split"]),
+                                  split_kind=str(meta.get("split_kind") or "random"),
+                                  split_variable=meta.get("split_variable"),
+                                  sample_weight=weight)
     if dataset.content_hash != meta.get("content_hash"):
         raise DatasetError(f"{path} does not hold the rows it was written with (content hash "
                            f"{dataset.content_hash[:12]}, recorded {str(meta.get('content_hash'))[:12]})")

@@ -90,8 +90,18 @@ CANDIDATE_SCHEMA: pa.Schema = pa.schema(
         # files written before version 2; a new column is always nullable and goes last).
         pa.field("dimensionally_consistent", pa.bool_()),
         pa.field("units_mismatch", pa.string()),
+        # Schema version 3 (issue 17): the fitting loss (evaluator.loss) on the train and
+        # validation splits, and the extra metrics of search.metrics; null where not computed
+        # and in files written before version 3.
+        pa.field("train_loss", pa.float64()),
+        pa.field("val_loss", pa.float64()),
+        pa.field("mae", pa.float64()),
+        pa.field("aic", pa.float64()),
+        pa.field("bic", pa.float64()),
+        pa.field("pearson_r", pa.float64()),
+        pa.field("spearman_r", pa.float64()),
     ],
-    metadata={"sr_dist.table": "candidates", "sr_dist.schema_version": "2"},
+    metadata={"sr_dist.table": "candidates", "sr_dist.schema_version": "3"},
 )
 
 RUNS_SCHEMA: pa.Schema = pa.schema(
@@ -128,6 +138,10 @@ RUNS_SCHEMA: pa.Schema = pa.schema(
 #: Hive partition keys, outermost first, per table. Their values also stay in the files.
 CANDIDATE_PARTITIONS: tuple[str, ...] = ("dataset", "run_id")
 RUN_PARTITIONS: tuple[str, ...] = ("run_id",)
+
+#: Schema version 3's metric columns: a fit's own field, else its ``metrics`` mapping's entry.
+METRIC_COLUMNS: tuple[str, ...] = ("train_loss", "val_loss", "mae", "aic", "bic", "pearson_r",
+                                   "spearman_r")
 
 #: Fields a FitResult-like object may carry, copied into a candidate row.
 _FIT_FIELDS: tuple[str, ...] = (
@@ -232,6 +246,12 @@ def candidate_row(
         "dimensionally_consistent": values["dimensionally_consistent"],
         "units_mismatch": values["units_mismatch"],
     }
+    metrics = _get(fit, "metrics")
+    for name in METRIC_COLUMNS:
+        value = _get(fit, name)
+        if value is None and isinstance(metrics, Mapping):
+            value = metrics.get(name)
+        row[name] = value
     return row
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sr_dist.candidate import NMSE_RESOLUTION
-from sr_dist.results.query import pareto_front
+from sr_dist.results.query import SIGNED_METRICS, metric_loss, pareto_front
 
 __all__ = ["SELECTION_RULES", "front_scores", "select_candidate"]
 
@@ -42,12 +42,15 @@ def select_candidate(table_or_path: Any, run_id: str | None = None, *, rule: str
         raise ValueError(f"rule must be one of {SELECTION_RULES}, got {rule!r}")
     if not (isinstance(loss_factor, (int, float)) and loss_factor >= 1.0):
         raise ValueError(f"loss_factor must be a number >= 1, got {loss_factor!r}")
+    if rule == "parsimony" and metric in SIGNED_METRICS:
+        raise ValueError(f"rule 'parsimony' compares log-losses and {metric} may be negative; "
+                         "use rule='best' with it, or an NMSE-like metric")
     front = pareto_front(table_or_path, run_id=run_id, metric=metric).to_pylist()
     if not front:
         return None
     if rule == "best":
         return front[-1]
-    losses = [max(float(row[metric]), _LOSS_FLOOR) for row in front]
+    losses = [max(metric_loss(metric, row[metric]), _LOSS_FLOOR) for row in front]
     limit = min(losses) * loss_factor
     chosen, chosen_score = front[-1], -math.inf
     for i, score in enumerate(front_scores(front, metric)):
@@ -62,7 +65,7 @@ def front_scores(front: Sequence[Mapping[str, Any]], metric: str = "val_nmse") -
     """The ``parsimony`` score of each row of a Pareto front (sorted by complexity): the drop
     in log-loss per unit of complexity against the next simpler row (the first row against
     the constant model); PySR's ``score`` column, and what ``parsimony`` ranks by."""
-    losses = [max(float(row[metric]), _LOSS_FLOOR) for row in front]
+    losses = [max(metric_loss(metric, row[metric]), _LOSS_FLOOR) for row in front]
     scores: list[float] = []
     for i, row in enumerate(front):
         prev_loss, prev_complexity = ((_MEAN_LOSS, 1) if i == 0 else

@@ -210,7 +210,8 @@ def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
     try:
         if dataset is None:
             dataset = load_dataset(d.source, n=d.n, seed=d.seed, noise=d.noise, target=d.target,
-                                   split=d.split, units=d.units)
+                                   split=d.split, units=d.units, split_kind=d.split_kind,
+                                   split_variable=d.split_variable, weight=d.weight)
         elif not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a sr_dist.data.Dataset, got {type(dataset).__name__}")
         elif d.units is not None:

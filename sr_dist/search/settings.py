@@ -191,10 +191,16 @@ def settings_from_config(cfg: Any, base_dir: str | os.PathLike[str] | None = Non
     servers = plain.get("servers") or []
     if not isinstance(servers, (list, tuple)) or not all(isinstance(s, Mapping) for s in servers):
         raise SettingsError("servers", f"must be a list of server configs, got {servers!r}")
+    search = SearchConfig.from_section(_section(plain, "search"))
+    evaluator = _evaluator(_section(plain, "evaluator"), base)
+    if search.metrics or search.rank_by != "val_nmse":
+        # search.metrics / rank_by are computed and stamped by the evaluator (issue 17).
+        evaluator = dataclasses.replace(evaluator, options={
+            **evaluator.options, "metrics": search.metrics, "rank_by": search.rank_by})
     return Settings(
         dataset=_dataset(_section(plain, "dataset"), base),
-        evaluator=_evaluator(_section(plain, "evaluator"), base),
-        search=SearchConfig.from_section(_section(plain, "search")),
+        evaluator=evaluator,
+        search=search,
         ray=RayConfig.from_section(_section(plain, "ray")),
         results=_results(_section(plain, "results"), base),
         model=dict(model),

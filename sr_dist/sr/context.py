@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sr_dist.agent.episode import EpisodeReport
-from sr_dist.candidate import fitness
+from sr_dist.candidate import nmse_fitness
 from sr_dist.sr.state import CandidateArchive, EpisodeState
 
 __all__ = ["DEFAULT_MAX_EXPRESSIONS", "EpisodeContext", "EpisodeLimits", "FitEvaluator", "FitRecorder"]
@@ -113,7 +113,8 @@ class EpisodeContext:
 
     def score(self) -> float:
         best = self.archive.best()
-        return fitness(best) if best is not None else float("inf")
+        # The best by search.rank_by, judged by its NMSE (what target_nmse means).
+        return nmse_fitness(best) if best is not None else float("inf")
 
     def report(self) -> EpisodeReport:
         submission = self.episode.submission

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from sr_dist.candidate import RECORD_FIELDS as RESULT_FIELDS
-from sr_dist.candidate import Candidate, best_of, fitness, rank_key
+from sr_dist.candidate import Candidate, best_of, fitness, nmse_fitness, rank_key
 from sr_dist.results.simplified import simplify_entries
 from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
 from sr_dist.sr.dimensional import with_dimensions
@@ -357,7 +357,8 @@ class EvaluateFormulas(_FormulaTool):
                      f"{units_note(best)}.")
         overall = self.context.archive.best()
         if overall is not None:
-            head += f" Best so far: {overall.expression} val_nmse={format_nmse(fitness(overall))}."
+            head += (f" Best so far: {overall.expression} "
+                     f"val_nmse={format_nmse(nmse_fitness(overall))}.")
         return "\n".join([head, *(_result_line(i, r) for i, r in enumerate(records, 1))])
 
 

@@ -18,6 +18,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 
 from sr_dist.estimator import NotFittedError, SymbolicRegressor
 from sr_dist.estimator.config import compose_config, overrides_for
+from sr_dist.estimator.inputs import check_sample_weight
 from sr_dist.search import SettingsError, settings_from_config
 
 #: scikit-learn's checks that fit a model, each a real search here (Ray actors, the evaluator's
@@ -39,8 +40,8 @@ SKIPPED: dict[str, str] = {
     "check_sample_weights_not_an_array": FITTING,
     "check_sample_weights_list": FITTING,
     "check_sample_weights_shape": FITTING,
-    "check_sample_weights_not_overwritten": "unequal weights are refused until issue 17 (weighted fits)",
-    "check_sample_weight_equivalence_on_dense_data": "unequal weights are refused until issue 17",
+    "check_sample_weights_not_overwritten": FITTING,
+    "check_sample_weight_equivalence_on_dense_data": f"{FITTING}; weighted fits: tests/evaluator/test_evaluator_losses.py",
     "check_dtype_object": FITTING,
     "check_pipeline_consistency": FITTING,
     "check_estimators_nan_inf": f"{FITTING} (after the NaN/inf refusals, tested in test_bad_input)",
@@ -160,10 +161,17 @@ def test_bad_names_and_settings_fail_before_a_run(tmp_path: Path) -> None:
 
 
 def test_sample_weight(tmp_path: Path) -> None:
-    with pytest.raises(NotImplementedError, match="unequal weights is not supported yet.*issue 17"):
-        _tiny(tmp_path).fit(X, Y, sample_weight=np.arange(40.0))
+    """Unequal weights are taken (a weighted fit: tests/evaluator/test_evaluator_losses.py);
+    weights that cannot work are refused before a run starts."""
+    weights = check_sample_weight(np.arange(40.0), 40)
+    assert weights is not None and weights.tolist() == list(np.arange(40.0))
+    assert check_sample_weight(None, 40) is None
     with pytest.raises(ValueError, match="all zero"):
         _tiny(tmp_path).fit(X, Y, sample_weight=np.zeros(40))
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        _tiny(tmp_path).fit(X, Y, sample_weight=-np.ones(40))
+    with pytest.raises(ValueError, match="one number per row"):
+        _tiny(tmp_path).fit(X, Y, sample_weight=np.ones(39))
     assert not (tmp_path / "runs").exists()
 
 

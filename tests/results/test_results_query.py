@@ -113,7 +113,7 @@ def test_pareto_front_per_run_and_metric(tmp_path):
     assert pareto_front(tmp_path, run_id="zzz").num_rows == 0
     assert best_candidate(open_results(tmp_path).candidates.to_table())["run_id"] == "b"
     with pytest.raises(ValueError, match="metric must be one of"):
-        pareto_front(tmp_path, metric="r2")
+        pareto_front(tmp_path, metric="complexity")
     with pytest.raises(TypeError, match="not list"):
         pareto_front([1, 2])
 

@@ -35,6 +35,10 @@ CANDIDATE_COLUMNS = [
     ("train_mse", pa.float64()), ("fit_s", pa.float64()), ("tool_call_id", pa.string()),
     # schema version 2: the dimensional check
     ("dimensionally_consistent", pa.bool_()), ("units_mismatch", pa.string()),
+    # schema version 3: the fitting loss and the extra metrics (issue 17)
+    ("train_loss", pa.float64()), ("val_loss", pa.float64()), ("mae", pa.float64()),
+    ("aic", pa.float64()), ("bic", pa.float64()), ("pearson_r", pa.float64()),
+    ("spearman_r", pa.float64()),
 ]
 
 RUN_COLUMNS = [
