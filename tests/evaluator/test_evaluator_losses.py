@@ -60,7 +60,8 @@ def test_huber_recovers_the_constants_where_mse_does_not() -> None:
 
 
 # Golden values of today's mse fit (computed with main before the loss option existed): the
-# default loss must give the very same floats.
+# default loss must give the same floats. Bit-for-bit here; compared to float32 rounding
+# (1e-6 relative), as XLA's CPU code may differ in the last bits on another CPU.
 _GOLDEN = [
     ("a*x0**2 + sin(b*x1)/x2", {"a": 2.499924898147583, "b": 1.3003222942352295},
      4.357945240324326e-06),
@@ -71,7 +72,7 @@ _GOLDEN = [
 ]
 
 
-def test_mse_is_bit_for_bit_what_it_was() -> None:
+def test_mse_gives_what_it_gave_before_losses_existed() -> None:
     rng = np.random.default_rng(0)
     X = rng.uniform(1.0, 3.0, size=(N, 3))
     y = 2.5 * X[:, 0] ** 2 + np.sin(1.3 * X[:, 1]) / X[:, 2] + 0.01 * rng.normal(size=N)
@@ -79,8 +80,8 @@ def test_mse_is_bit_for_bit_what_it_was() -> None:
     for ev in (Evaluator(ds), Evaluator(ds, loss="mse")):
         results = ev.fit_many([f for f, _, _ in _GOLDEN])
         for res, (_, constants, val_nmse) in zip(results, _GOLDEN):
-            assert res.constants == constants
-            assert res.val_nmse == val_nmse
+            assert res.constants == pytest.approx(constants, rel=1e-6)
+            assert res.val_nmse == pytest.approx(val_nmse, rel=1e-5)
 
 
 def test_a_loss_compiles_once_per_bucket_not_per_formula() -> None:
