@@ -21,8 +21,9 @@ from sr_dist.models.circuit import DEFAULT_FAILURES
 from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.sr import build_agent as wire_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS
+from sr_dist.sr.sandbox import RunPythonLimits
 
-__all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode"]
+__all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode", "run_python_limits"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,17 @@ class AgentSpec:
     tools: tuple[str, ...] | None = None
     #: ``search.dimensionless_constants_only``: how the dimensional check treats constants.
     dimensionless_constants_only: bool = True
+    #: Limits of the opt-in ``run_python`` tool (:func:`run_python_limits`; None: defaults).
+    run_python: Mapping[str, Any] | None = None
+    #: ``search.tool_experience``: ``on``, ``read_only`` or ``off`` (docs/tool-experience.md).
+    tool_experience: str = "off"
+
+
+def run_python_limits(search: Any) -> dict[str, Any]:
+    """``RunPythonLimits`` keywords from the ``search`` settings' ``run_python_*`` keys."""
+    return {"cpu_s": search.run_python_cpu_s, "memory_mb": search.run_python_memory_mb,
+            "wall_s": search.run_python_wall_s, "file_mb": search.run_python_file_mb,
+            "output_chars": search.run_python_output_chars}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,8 +154,10 @@ def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
 
 
 def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
-                cancel_event: threading.Event, extra_tools: Any = ()) -> Any:
-    """The ``Agent`` for one episode (raises ``ModelConfigError``/``ValueError`` on bad config)."""
+                cancel_event: threading.Event, extra_tools: Any = (),
+                experience: Mapping[str, str] | None = None) -> Any:
+    """The ``Agent`` for one episode (raises ``ModelConfigError``/``ValueError`` on bad config);
+    ``experience``: tool name -> what earlier agents learned, appended to its description."""
     limits = AgentLimits(
         max_turns=spec.max_turns, max_tool_calls=spec.max_tool_calls,
         deadline_s=spec.deadline_s, failure_budget=spec.failure_budget,
@@ -154,6 +168,8 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
         agent_id=spec.agent_id, seed=spec.seed, cancel_event=cancel_event,
         sample_rows=SAMPLE_ROWS, extra_tools=extra_tools, tools=spec.tools,
         dimensionless_constants=spec.dimensionless_constants_only,
+        run_python=RunPythonLimits(**spec.run_python) if spec.run_python else None,
+        experience=experience,
     )
     if spec.prior:
         _warm_start(agent, spec.prior)
