@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from sr_dist.agent import AgentLimits, StopReason
@@ -22,8 +22,9 @@ from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.sr import build_agent as wire_agent
 from sr_dist.sr.formula_tools import FORMULA_TOOLS
 from sr_dist.sr.sandbox import RunPythonLimits
+from sr_dist.tools.experience import ToolExperience, fold_experience
 
-__all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode", "run_python_limits"]
+__all__ = ["AgentOutcome", "AgentSpec", "ExperienceSink", "agent_seed", "build_agent", "run_episode", "run_python_limits"]
 
 log = logging.getLogger(__name__)
 
@@ -176,9 +177,29 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
     return agent
 
 
+#: Where an episode's folded tool experience goes (the result writer, in a Ray run).
+ExperienceSink = Callable[[tuple[ToolExperience, ...]], Awaitable[None]]
+
+
+async def _send_experience(spec: AgentSpec, agent: Any, sink: ExperienceSink) -> None:
+    records = fold_experience(agent.call_log)
+    if not records:
+        return
+    try:
+        await sink(records)
+    except Exception as exc:  # noqa: BLE001 - advice lost, never the agent's outcome
+        log.warning("agent %d: its tool experience was not written: %s", spec.agent_id, exc)
+
+
 async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
-                      cancel_event: threading.Event | None = None) -> AgentOutcome:
-    """Run one episode to its end; every failure is reported in the outcome, never raised."""
+                      cancel_event: threading.Event | None = None, *,
+                      experience: Mapping[str, str] | None = None,
+                      experience_sink: ExperienceSink | None = None) -> AgentOutcome:
+    """Run one episode to its end; every failure is reported in the outcome, never raised.
+
+    ``experience`` (tool name -> note) extends the tools' descriptions; ``experience_sink``
+    receives the episode's folded tool experience once it has ended (a failure there is
+    logged: experience is advice, and losing it must not fail the agent)."""
     cancel = cancel_event if cancel_event is not None else threading.Event()
     toolset = None
     try:
@@ -190,7 +211,8 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
 
             toolset = await astart_mcp_tools(spec.servers)
             extra_tools = toolset.tools(reserved=FORMULA_TOOLS)
-        agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools)
+        agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools,
+                            experience=experience)
     except Exception as exc:  # noqa: BLE001 - a broken config ends this agent with a reason
         log.error("agent %d could not start: %s", spec.agent_id, exc)
         if toolset is not None:
@@ -204,6 +226,8 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
     finally:
         if toolset is not None:
             await toolset.aclose()
+        if experience_sink is not None:
+            await _send_experience(spec, agent, experience_sink)
     best = result.best
     return AgentOutcome(
         agent_id=spec.agent_id,
