@@ -94,7 +94,7 @@ def drop_root(libc: Any, scratch: str) -> str:
     """As root, become ``nobody`` keeping only CAP_DAC_READ_SEARCH (the Python installation
     may sit under a root-only home; Landlock still bounds what is read): root's process limit
     is never enforced, and root may write what nobody else can. Says who runs the code."""
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 or not sys.platform.startswith("linux"):
         return f"uid {os.geteuid()} (not root: runs as the caller)"
     for folder, _, files in os.walk(scratch):
         os.chown(folder, NOBODY, NOBODY)
@@ -116,7 +116,11 @@ def drop_root(libc: Any, scratch: str) -> str:
 def _own_tasks() -> int:
     """Processes and threads of this uid now (RLIMIT_NPROC counts them all, not only ours)."""
     uid, count = os.getuid(), 0
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
         if entry.isdigit():
             try:
                 if os.stat(f"/proc/{entry}").st_uid == uid:
@@ -130,6 +134,9 @@ def isolate_namespaces(libc: Any) -> dict[str, str]:
     """New network and PID namespaces (in a new user namespace where possible): no interfaces
     but a loopback that is down, and every process of the code dies with the code's first
     process. Says ``ok`` for each, or why it is unavailable."""
+    if not sys.platform.startswith("linux"):
+        why = f"unavailable: no namespaces on {sys.platform}"
+        return {"network": why, "pid": why}
     uid, gid = os.getuid(), os.getgid()
     # As root the user namespace is not needed (and not wanted: the code then drops to nobody).
     tries = ((CLONE_NEWNET | CLONE_NEWPID, False), (CLONE_NEWNET, False)) if uid == 0 else (
@@ -165,6 +172,8 @@ def _add_path(libc: Any, ruleset: int, path: str, rights: int) -> None:
 def confine_files(libc: Any, scratch: str, readable: list[str]) -> dict[str, Any]:
     """Landlock: writes only under ``scratch``, reads only there and under ``readable``, no TCP
     bind or connect (ABI 4+), no signals or abstract sockets outside the sandbox (ABI 6+)."""
+    if not sys.platform.startswith("linux"):
+        return {"files": f"unavailable: no Landlock on {sys.platform}", "abi": 0}
     abi = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
     if abi < 1:
         return {"files": f"unavailable: the kernel has no Landlock ({_errno_text()})", "abi": 0}
@@ -194,10 +203,14 @@ def confine_files(libc: Any, scratch: str, readable: list[str]) -> dict[str, Any
 
 
 def _mapped_bytes() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
+    """Address space mapped now (0 where /proc does not say: the limit is then absolute)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return 0
 
 
