@@ -141,7 +141,7 @@ def isolate_namespaces(libc: Any) -> dict[str, str]:
     # As root the user namespace is not needed (and not wanted: the code then drops to nobody).
     tries = ((CLONE_NEWNET | CLONE_NEWPID, False), (CLONE_NEWNET, False)) if uid == 0 else (
         (CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID, True), (CLONE_NEWUSER | CLONE_NEWNET, True))
-    errors = []
+    errors: list[str] = []
     for flags, user in tries:
         if libc.unshare(flags) == 0:
             if user:
@@ -215,11 +215,13 @@ def _mapped_bytes() -> int:
 
 
 def set_limits(settings: dict[str, Any], mapped: int, tasks: int) -> None:
-    """The resource limits; hard limits a little above the soft ones so the soft signal comes first."""
+    """The resource limits (what the code may add to what the start-up already used)."""
     # RLIMIT_CPU counts the whole process: the seconds spent starting up come on top.
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = int(usage.ru_utime + usage.ru_stime + 0.999) + int(settings["cpu_s"])
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    # Soft = hard: the code runs as a PID namespace's first process, which ignores SIGXCPU,
+    # so the kill comes at the hard limit.
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     # On top of what is mapped now (the interpreter, numpy, pandas, scipy and their thread
     # pools reserve far more address space than they use).
     memory = mapped + int(settings["memory_mb"]) * 1024 * 1024

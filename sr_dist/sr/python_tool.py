@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from sr_dist.sr.formula_tools import _FormulaTool
-from sr_dist.sr.sandbox import run_sandboxed
+from sr_dist.sr.sandbox import SETUP_FAILED, run_sandboxed
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.metadata import ToolMetadata
 
@@ -36,7 +36,7 @@ _WHY = {
 class RunPython(_FormulaTool):
     metadata = ToolMetadata(name="run_python", read_only=True, max_result_chars=12000)
 
-    def execute(self, code: str) -> dict[str, Any]:  # type: ignore[override]
+    def execute(self, code: str) -> dict[str, Any]:
         """Run your own Python on a copy of the training data, to analyse it (no formula is
         fitted or recorded). Defined for the code: X (rows by variables, numpy), y (the
         target), df (a pandas DataFrame of the variables and the target), names (the variable
@@ -66,6 +66,8 @@ class RunPython(_FormulaTool):
             return body
         if run.limit_hit in _WHY:
             why = "the code was stopped: " + _WHY[run.limit_hit].format(**vars(limits))
+        elif run.exit == SETUP_FAILED:
+            why = "the sandbox could not be set up, so the code did not run (see stderr)"
         else:
             why = f"the code failed with exit status {run.exit}"
         return {"success": False, "reason": why + ".", **body}

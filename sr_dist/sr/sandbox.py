@@ -30,13 +30,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LIMIT_KINDS", "RunPythonLimits", "SandboxResult", "run_sandboxed"]
+__all__ = ["LIMIT_KINDS", "SETUP_FAILED", "RunPythonLimits", "SandboxResult", "run_sandboxed"]
 
 #: Values ``SandboxResult.limit_hit`` may take.
 LIMIT_KINDS: tuple[str, ...] = ("cpu", "memory", "wall", "file_size", "processes", "output")
 #: Exit statuses the child uses (see ``_sandbox_child``).
 _EXIT_MEMORY = 86
-_EXIT_SETUP = 87
+#: The exit status of a sandbox that could not be set up (the code did not run).
+SETUP_FAILED = 87
 _CHILD = Path(__file__).with_name("_sandbox_child.py")
 #: Paths the code may read besides the scratch directory and ``sys.path`` (shared libraries,
 #: the dynamic loader's cache, time zones): enough for numpy, pandas and scipy.

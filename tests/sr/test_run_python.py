@@ -7,6 +7,7 @@ never an exception; normal code sees the training split and only it.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -15,13 +16,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sr_dist.agent import AgentLimits
 from sr_dist.conf.schema import SearchConfig, SettingsError
 from sr_dist.data import Dataset
+from sr_dist.models import build_model
+from sr_dist.sr import build_agent
 from sr_dist.sr.context import EpisodeContext
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, OPT_IN_TOOLS, build_formula_catalog
 from sr_dist.sr.sandbox import RunPythonLimits
 from sr_dist.tools import ToolCall
 from tests.support.agent_problem import FailingEvaluator, write_problem
+from tests.support.chat_server import ScriptedChatServer, chat_completion, tool_call
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the sandbox is Linux-only")
 
@@ -151,3 +156,30 @@ def test_an_error_in_the_code_comes_back_with_its_traceback(dataset: Dataset) ->
     assert "ZeroDivisionError" in result.result_str and "before" in result.result_str
     empty = run(dataset, "   ")
     assert not empty.ok and "code is empty" in empty.result_str
+
+
+@pytest.mark.parametrize("tool_mode", ["native", "json"])
+def test_an_agent_uses_run_python_through_the_loopback_server(dataset: Dataset, tool_mode: str) -> None:
+    code = "print('rows', len(y))"
+    if tool_mode == "native":
+        first = chat_completion(tool_calls=[tool_call("run_python", {"code": code}, id="py")])
+    else:
+        first = chat_completion("```json\n" + json.dumps({"tool": "run_python", "params": {"code": code}}) + "\n```")
+    with ScriptedChatServer([first, chat_completion("Done looking.")]) as server:
+        model = build_model({"provider": "openai", "base_url": server.base_url, "model": "test",
+                             "api_key_env": None, "tool_mode": tool_mode})
+        agent = build_agent(model, dataset, FailingEvaluator(), tools=(*FORMULA_TOOLS, "run_python"),
+                            limits=AgentLimits(max_turns=2), run_python=LIMITS)
+        result = agent.run()
+        requests = server.completion_requests
+    assert result.tool_calls == 1 and result.failed_tool_calls == 0
+    told = requests[0].body["messages"][0]["content"]
+    assert "run_python runs your own Python" in told
+    if tool_mode == "native":
+        assert "run_python" in [t["function"]["name"] for t in requests[0].body["tools"]]
+        answer = requests[1].body["messages"][-1]
+        assert answer["role"] == "tool" and answer["tool_call_id"] == "py"
+    else:
+        assert "### run_python" in told
+        answer = requests[1].body["messages"][-1]
+    assert f"rows {len(dataset.y_train)}" in answer["content"]
