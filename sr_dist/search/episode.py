@@ -20,7 +20,7 @@ from sr_dist.models import build_model
 from sr_dist.models.circuit import DEFAULT_FAILURES
 from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.sr import build_agent as wire_agent
-from sr_dist.sr.formula_tools import FORMULA_TOOLS
+from sr_dist.sr.formula_tools import FORMULA_TOOLS, OPT_IN_TOOLS
 from sr_dist.sr.sandbox import RunPythonLimits
 from sr_dist.tools.experience import ToolExperience, fold_experience
 
@@ -210,7 +210,7 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
             from sr_dist.tools.mcp import astart_mcp_tools
 
             toolset = await astart_mcp_tools(spec.servers)
-            extra_tools = toolset.tools(reserved=FORMULA_TOOLS)
+            extra_tools = toolset.tools(reserved=(*FORMULA_TOOLS, *OPT_IN_TOOLS))
         agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools,
                             experience=experience)
     except Exception as exc:  # noqa: BLE001 - a broken config ends this agent with a reason

@@ -171,6 +171,9 @@ def run_sandboxed(code: str, X: np.ndarray, y: np.ndarray, names: Sequence[str],
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch),
                      "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
             )
+        except BaseException:
+            os.close(report_r)
+            raise
         finally:
             os.close(report_w)
         readers = [_Reader(proc.stdout, limits.output_chars), _Reader(proc.stderr, limits.output_chars)]
