@@ -37,6 +37,7 @@ from sr_dist.context import Context
 from sr_dist.models.base import ModelError, ModelProtocol, ModelResponse, Usage
 from sr_dist.parsers.base import BaseParser
 from sr_dist.tools.execution import run_coroutine_blocking
+from sr_dist.tools.experience import CallRecord, call_record
 from sr_dist.tools.outcomes import failure_result
 from sr_dist.tools.registry import ToolCatalog
 from sr_dist.tools.types import ToolCall, ToolCallResult, ToolRunAbort
@@ -335,6 +336,9 @@ class Agent:
         if tools_text and tools_text not in context.system:
             context.system = (context.system.rstrip() + "\n\n" + tools_text) if context.system.strip() else tools_text
         self._history_calls = history_limit(model)
+        #: Every call of the episode, bounded per entry (the tool experience is folded from it).
+        self._call_log: list[CallRecord] = []
+        self._improved: list[bool] = []
         self._head: list[dict[str, Any]] = []
         self._turn_logs: list[TurnLog] = []
         self._dropped = 0
@@ -342,6 +346,12 @@ class Agent:
         self._usage = Usage()
         self._started = False
         self._start = 0.0
+
+    @property
+    def call_log(self) -> tuple[CallRecord, ...]:
+        """The episode's tool calls so far, one bounded :class:`CallRecord` each (every call,
+        unlike ``context.tool_history``, which a model may cap)."""
+        return tuple(self._call_log)
 
     # ------------------------------------------------------------------ entry points
 
@@ -440,6 +450,7 @@ class Agent:
             _unreadable(s.call, s.error) if s.error is not None else None for s in slots
         ]
         runnable = [i for i, s in enumerate(slots) if s.error is None]
+        self._improved = [False] * len(slots)
         flags = [self._parallel_safe(slots[i].call.name) for i in runnable]
         stop: _Stop | None = None
         for group in call_groups(flags):
@@ -456,9 +467,12 @@ class Agent:
                 continue
             self._bump(tool_calls=self._counters.tool_calls + len(todo))
             self.episode.begin_call(slots[todo[0]].call.id if len(todo) == 1 else None)
+            before = self.episode.score()
             outcomes = await asyncio.gather(*(self._invoke(slots[i].call) for i in todo))
+            better = self.episode.score() < before  # the group's calls share the credit
             for i, (result, why_stop) in zip(todo, outcomes):
                 results[i] = result
+                self._improved[i] = better and result.ok
                 stop = stop or why_stop
         why = "the run stopped before this call" if stop is None else f"the run stopped ({stop.reason})"
         return [r if r is not None else _not_run(s.call, why) for r, s in zip(results, slots)], stop
@@ -511,6 +525,10 @@ class Agent:
         history = self.context.tool_history
         for call, result in zip(calls, results):
             history.append((call, history_result(result, self.compaction)))
+        improved = self._improved if len(self._improved) == len(results) else [False] * len(results)
+        self._call_log.extend(call_record(call, result, improved=better)
+                              for call, result, better in zip(calls, results, improved))
+        self._improved = []
         if self._history_calls is not None and len(history) > self._history_calls:
             del history[: len(history) - self._history_calls]
         messages: list[dict[str, Any]] = [assistant]

@@ -33,6 +33,7 @@ __all__ = [
     "ResultsConfig",
     "SearchConfig",
     "SettingsError",
+    "TOOL_EXPERIENCE_MODES",
     "default_node",
     "register",
 ]
@@ -41,6 +42,8 @@ __all__ = [
 AUTH_MODES: tuple[str, ...] = ("disabled", "token")
 #: Values of ``evaluator.device``.
 DEVICES: tuple[str, ...] = ("cpu", "gpu")
+#: Values of ``search.tool_experience`` (docs/tool-experience.md).
+TOOL_EXPERIENCE_MODES: tuple[str, ...] = ("on", "read_only", "off")
 #: Field metadata: the environment variable whose value, when set, replaces the default
 #: (stored as an ``oc.env`` interpolation, resolved when the config is).
 ENV = "sr_dist_env"
@@ -124,20 +127,28 @@ def tool_names(value: Any, key: str) -> tuple[str, ...] | None:
         return None
     # The one import of the formula tools' names in the config layer (lazy: it pulls numpy
     # and the agent kit, which composing a config does not need).
-    from sr_dist.sr.formula_tools import FORMULA_TOOLS
+    from sr_dist.sr.formula_tools import FORMULA_TOOLS, OPT_IN_TOOLS
 
-    known = ", ".join(FORMULA_TOOLS)
+    known = ", ".join((*FORMULA_TOOLS, *OPT_IN_TOOLS))
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
         raise SettingsError(key, "must be null (every formula tool) or a non-empty list of tool "
                                  f"names such as [{known}], got {value!r}")
     names: list[str] = []
     for name in value:
-        if name not in FORMULA_TOOLS:
+        if name not in FORMULA_TOOLS and name not in OPT_IN_TOOLS:
             raise SettingsError(key, f"names an unknown tool {name!r} (known: {known})")
         if name in names:
             raise SettingsError(key, f"names {name!r} twice")
         names.append(str(name))
     return tuple(names)
+
+
+def experience_mode(value: Any, key: str) -> str:
+    """``search.tool_experience``: one of :data:`TOOL_EXPERIENCE_MODES`; YAML 1.1 reads a bare
+    ``on``/``off`` as a boolean, so ``true``/``false`` mean ``on``/``off``."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(str_value(value, key, choices=TOOL_EXPERIENCE_MODES))
 
 
 def units_value(value: Any, key: str, source: Any) -> str | dict[str, Any] | None:
@@ -510,6 +521,20 @@ class SearchConfig(_Group):
     #: ``val_loss`` (the fitting loss), or a metric of ``search.metrics``; ``r2``, ``pearson_r``
     #: and ``spearman_r`` rank higher first.
     rank_by: str = "val_nmse"
+    #: Shared tool experience (docs/tool-experience.md): ``on`` appends what earlier agents of
+    #: this run and earlier runs on this results path learned to the tool descriptions, and
+    #: writes this run's; ``read_only`` only reads; ``off`` neither (the default: what a model
+    #: is told then depends on the config and the data alone, and the runs of one sweep, which
+    #: share the results path, stay independent of each other).
+    tool_experience: str = "off"
+    #: Limits of one ``run_python`` call (an opt-in tool, docs/run-python.md): CPU seconds,
+    #: MiB of memory beyond the interpreter's, wall-clock seconds, MiB per written file, and
+    #: characters kept of stdout and of stderr.
+    run_python_cpu_s: int = 10
+    run_python_memory_mb: int = 2048
+    run_python_wall_s: float = 20
+    run_python_file_mb: int = 16
+    run_python_output_chars: int = 8000
 
     def __post_init__(self) -> None:
         p = self.GROUP
@@ -541,6 +566,13 @@ class SearchConfig(_Group):
             self.dimensionless_constants_only, f"{p}.dimensionless_constants_only"))
         _set(self, "metrics", metric_names(self.metrics, f"{p}.metrics"))
         _set(self, "rank_by", rank_by_value(self.rank_by, f"{p}.rank_by", self.metrics))
+        _set(self, "tool_experience", experience_mode(self.tool_experience,
+                                                      f"{p}.tool_experience"))
+        for name in ("run_python_cpu_s", "run_python_memory_mb", "run_python_file_mb",
+                     "run_python_output_chars"):
+            _set(self, name, int_value(getattr(self, name), f"{p}.{name}", minimum=1))
+        _set(self, "run_python_wall_s", float_value(self.run_python_wall_s,
+                                                    f"{p}.run_python_wall_s", positive=True))
 
 
 @dataclasses.dataclass(frozen=True)

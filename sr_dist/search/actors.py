@@ -203,6 +203,7 @@ class ResultWriter:
         from sr_dist.results import CandidateWriter
 
         setup_actor_logging()
+        self._path, self._run_id, self._dataset, self._model = Path(path), run_id, dataset, model
         self._writer = CandidateWriter(Path(path), run_id, dataset, model, flush_s=flush_s,
                                        max_rows=max_rows, roll_files=roll_files, roll_s=roll_s,
                                        target_file_mb=target_file_mb, compact=compact)
@@ -243,6 +244,24 @@ class ResultWriter:
     def last_steps(self) -> dict[int, int]:
         """The highest step on disk or accepted per agent (a restarted agent goes on after)."""
         return self._writer.last_steps()
+
+    @ray.method(concurrency_group="control")
+    def add_experience(self, agent_id: int, rows: list[dict[str, Any]]) -> int:
+        """Write one finished episode's tool experience (``ToolExperience.row()`` dicts) to the
+        ``experience`` table; returns the rows written."""
+        from sr_dist.results.experience import write_experience
+
+        write_experience(self._path, self._run_id, rows, dataset=self._dataset,
+                         model=self._model, agent_id=agent_id)
+        return len(rows)
+
+    @ray.method(concurrency_group="control")
+    def experience(self) -> list[dict[str, Any]]:
+        """The latest rows of the ``experience`` table of every run on this results path (read
+        here, on the driver's node, where the results path is)."""
+        from sr_dist.results.experience import read_experience
+
+        return read_experience(self._path)
 
     @ray.method(concurrency_group="control")
     def flush(self) -> int:
@@ -314,6 +333,7 @@ class AgentActor:
         dataset = fetch_dataset(dataset)
         self._dataset = dataset
         self._pool = EvaluatorPool(evaluators, dataset.feature_names)
+        self._writer = writer
         self._hosted = {int(spec.agent_id): _Hosted(spec, writer, self._pool, max_in_flight)
                         for spec in specs}
         self._executor: Any = None
@@ -335,14 +355,38 @@ class AgentActor:
 
         self._ensure_threads()
         hosted = self._pick(agent_id)
+        mode = getattr(hosted.spec, "tool_experience", "off")
+        notes = await self._experience_notes(hosted.spec.agent_id) if mode in ("on", "read_only") else None
+        sink = self._experience_sink(hosted.spec.agent_id) if mode == "on" else None
         try:
             outcome = await run_episode(hosted.spec, self._dataset, hosted.client,
-                                        hosted.recorder, hosted.cancel)
+                                        hosted.recorder, hosted.cancel, experience=notes,
+                                        experience_sink=sink)
         finally:
             await asyncio.to_thread(hosted.sink.drain)
         host = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
         return (outcome.with_lost_rows(hosted.sink.errors)
                 .with_rows_sent(hosted.recorder.recorded).with_host(host))
+
+    async def _experience_notes(self, agent_id: int) -> dict[str, str] | None:
+        """What earlier agents learned, per tool, read at this episode's start (None when it
+        cannot be read: the agent starts without it)."""
+        from sr_dist.tools.experience import summarize_experience
+
+        try:
+            rows = await self._writer.experience.remote()
+        except Exception as exc:  # noqa: BLE001 - experience is advice; the agent still runs
+            log.warning("agent %d: no tool experience (%s)", agent_id, exc)
+            return None
+        return summarize_experience(rows)
+
+    def _experience_sink(self, agent_id: int) -> Any:
+        writer = self._writer
+
+        async def send(records: tuple[Any, ...]) -> None:
+            await writer.add_experience.remote(agent_id, [r.row() for r in records])
+
+        return send
 
     def stop(self, agent_id: int | None = None) -> None:
         """Ask an episode (every hosted one when ``agent_id`` is None) to end after its

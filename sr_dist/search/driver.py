@@ -32,7 +32,7 @@ from sr_dist.search.actors import (
     ResultWriter,
 )
 from sr_dist.search.decisions import decide_stop, new_run_id
-from sr_dist.search.episode import AgentOutcome, AgentSpec, agent_seed
+from sr_dist.search.episode import AgentOutcome, AgentSpec, agent_seed, run_python_limits
 from sr_dist.search.errors import SearchError
 from sr_dist.search.pool_plan import replica_bundle, resolve_replicas, xla_env
 from sr_dist.search.pool_stats import merge_replica_stats
@@ -270,6 +270,7 @@ class Driver:
             deadline_s=s.search.max_seconds, servers=s.servers,
             step_offset=offset, prior=prior, tools=s.search.tools,
             dimensionless_constants_only=s.search.dimensionless_constants_only,
+            run_python=run_python_limits(s.search), tool_experience=s.search.tool_experience,
         )
 
     def _start_pool(self, dataset: Any) -> None:

@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from sr_dist.agent import AgentLimits, StopReason
@@ -21,10 +21,12 @@ from sr_dist.models import build_model
 from sr_dist.models.circuit import DEFAULT_FAILURES
 from sr_dist.models.factory import NETWORK_PROVIDERS
 from sr_dist.sr import build_agent as wire_agent
-from sr_dist.sr.formula_tools import FORMULA_TOOLS
+from sr_dist.sr.formula_tools import FORMULA_TOOLS, OPT_IN_TOOLS
+from sr_dist.sr.sandbox import RunPythonLimits
 from sr_dist.sr.state import EpisodeState
+from sr_dist.tools.experience import ToolExperience, fold_experience
 
-__all__ = ["AgentOutcome", "AgentSpec", "agent_seed", "build_agent", "run_episode"]
+__all__ = ["AgentOutcome", "AgentSpec", "ExperienceSink", "agent_seed", "build_agent", "run_episode", "run_python_limits"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,17 @@ class AgentSpec:
     tools: tuple[str, ...] | None = None
     #: ``search.dimensionless_constants_only``: how the dimensional check treats constants.
     dimensionless_constants_only: bool = True
+    #: Limits of the opt-in ``run_python`` tool (:func:`run_python_limits`; None: defaults).
+    run_python: Mapping[str, Any] | None = None
+    #: ``search.tool_experience``: ``on``, ``read_only`` or ``off`` (docs/tool-experience.md).
+    tool_experience: str = "off"
+
+
+def run_python_limits(search: Any) -> dict[str, Any]:
+    """``RunPythonLimits`` keywords from the ``search`` settings' ``run_python_*`` keys."""
+    return {"cpu_s": search.run_python_cpu_s, "memory_mb": search.run_python_memory_mb,
+            "wall_s": search.run_python_wall_s, "file_mb": search.run_python_file_mb,
+            "output_chars": search.run_python_output_chars}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,8 +159,10 @@ def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
 
 
 def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
-                cancel_event: threading.Event, extra_tools: Any = ()) -> Any:
-    """The ``Agent`` for one episode (raises ``ModelConfigError``/``ValueError`` on bad config)."""
+                cancel_event: threading.Event, extra_tools: Any = (),
+                experience: Mapping[str, str] | None = None) -> Any:
+    """The ``Agent`` for one episode (raises ``ModelConfigError``/``ValueError`` on bad config);
+    ``experience``: tool name -> what earlier agents learned, appended to its description."""
     limits = AgentLimits(
         max_turns=spec.max_turns, max_tool_calls=spec.max_tool_calls,
         deadline_s=spec.deadline_s, failure_budget=spec.failure_budget,
@@ -158,6 +173,8 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
         agent_id=spec.agent_id, seed=spec.seed, cancel_event=cancel_event,
         sample_rows=SAMPLE_ROWS, extra_tools=extra_tools, tools=spec.tools,
         dimensionless_constants=spec.dimensionless_constants_only,
+        run_python=RunPythonLimits(**spec.run_python) if spec.run_python else None,
+        experience=experience,
     )
     if spec.prior:
         _warm_start(agent, spec.prior)
@@ -177,9 +194,29 @@ async def _settle_fits(agent: Any, agent_id: int) -> None:
                     state.fits_in_progress, SETTLE_FITS_S)
 
 
+#: Where an episode's folded tool experience goes (the result writer, in a Ray run).
+ExperienceSink = Callable[[tuple[ToolExperience, ...]], Awaitable[None]]
+
+
+async def _send_experience(spec: AgentSpec, agent: Any, sink: ExperienceSink) -> None:
+    records = fold_experience(agent.call_log)
+    if not records:
+        return
+    try:
+        await sink(records)
+    except Exception as exc:  # noqa: BLE001 - advice lost, never the agent's outcome
+        log.warning("agent %d: its tool experience was not written: %s", spec.agent_id, exc)
+
+
 async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
-                      cancel_event: threading.Event | None = None) -> AgentOutcome:
-    """Run one episode to its end; every failure is reported in the outcome, never raised."""
+                      cancel_event: threading.Event | None = None, *,
+                      experience: Mapping[str, str] | None = None,
+                      experience_sink: ExperienceSink | None = None) -> AgentOutcome:
+    """Run one episode to its end; every failure is reported in the outcome, never raised.
+
+    ``experience`` (tool name -> note) extends the tools' descriptions; ``experience_sink``
+    receives the episode's folded tool experience once it has ended (a failure there is
+    logged: experience is advice, and losing it must not fail the agent)."""
     cancel = cancel_event if cancel_event is not None else threading.Event()
     toolset = None
     try:
@@ -190,8 +227,9 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
             from sr_dist.tools.mcp import astart_mcp_tools
 
             toolset = await astart_mcp_tools(spec.servers)
-            extra_tools = toolset.tools(reserved=FORMULA_TOOLS)
-        agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools)
+            extra_tools = toolset.tools(reserved=(*FORMULA_TOOLS, *OPT_IN_TOOLS))
+        agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools,
+                            experience=experience)
     except Exception as exc:  # noqa: BLE001 - a broken config ends this agent with a reason
         log.error("agent %d could not start: %s", spec.agent_id, exc)
         if toolset is not None:
@@ -206,6 +244,8 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
         if toolset is not None:
             await toolset.aclose()
         await _settle_fits(agent, spec.agent_id)
+        if experience_sink is not None:
+            await _send_experience(spec, agent, experience_sink)
     best = result.best
     return AgentOutcome(
         agent_id=spec.agent_id,

@@ -11,6 +11,7 @@ from sr_dist.candidate import Candidate
 from sr_dist.sr.context import EpisodeContext, EpisodeLimits
 from sr_dist.sr.factory import build_agent, parser_for, problem_info
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, ListRecorder, build_formula_catalog, formula_tool_context
+from sr_dist.sr.python_tool import RunPython  # noqa: F401 - registers the opt-in run_python tool
 from sr_dist.sr.state import CandidateArchive, EpisodeState, Submission
 
 __all__ = [

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from sr_dist.agent.episode import EpisodeReport
 from sr_dist.candidate import nmse_fitness
+from sr_dist.sr.sandbox import RunPythonLimits
 from sr_dist.sr.state import CandidateArchive, EpisodeState
 
 __all__ = ["DEFAULT_MAX_EXPRESSIONS", "EpisodeContext", "EpisodeLimits", "FitEvaluator", "FitRecorder"]
@@ -64,6 +65,8 @@ class EpisodeContext:
     #: With dataset units: constants are dimensionless (``True``) or may carry any unit
     #: (``search.dimensionless_constants_only``).
     dimensionless_constants: bool = True
+    #: What one ``run_python`` call may use (``search.run_python_*``).
+    run_python: RunPythonLimits = field(default_factory=RunPythonLimits)
 
     def __post_init__(self) -> None:
         if not callable(getattr(self.evaluator, "fit_many", None)):
@@ -82,6 +85,7 @@ class EpisodeContext:
         cancel_event: Any = None,
         max_expressions_per_call: int = DEFAULT_MAX_EXPRESSIONS,
         dimensionless_constants: bool = True,
+        run_python: RunPythonLimits | None = None,
     ) -> EpisodeContext:
         """A context with a fresh archive and episode state unless given; ``cancel_event`` (a
         ``threading.Event`` by default) stops tool calls and the agent loop when set."""
@@ -94,6 +98,7 @@ class EpisodeContext:
             recorder=recorder,
             limits=EpisodeLimits(max_expressions_per_call),
             dimensionless_constants=bool(dimensionless_constants),
+            run_python=run_python if run_python is not None else RunPythonLimits(),
         )
 
     # -- the loop's view (sr_dist.agent.episode.Episode) -------------------------------------

@@ -22,6 +22,7 @@ from sr_dist.parsers import BaseParser, get_parser
 from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, build_formula_catalog, format_data_summary, summarize_data
 from sr_dist.sr.prompt import LOOP_MESSAGES, system_prompt, task_message
+from sr_dist.sr.sandbox import RunPythonLimits
 
 __all__ = ["PARSER_FOR_TOOL_MODE", "build_agent", "parser_for", "problem_info"]
 
@@ -79,6 +80,8 @@ def build_agent(
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     extra_tools: Iterable[Any] = (),
     dimensionless_constants: bool = True,
+    run_python: RunPythonLimits | None = None,
+    experience: Mapping[str, str] | None = None,
 ) -> Agent:
     """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.episode`` is the
     :class:`EpisodeContext`: archive, episode state, cancel event.
@@ -86,7 +89,10 @@ def build_agent(
     ``tools`` names the formula tools the model sees (default: all of :data:`FORMULA_TOOLS`),
     as SRHarness exposes "only the tools enabled for the current run". With
     ``dataset.units``, ``dimensionless_constants`` says whether the dimensional check lets free
-    constants carry units (``search.dimensionless_constants_only=false``)."""
+    constants carry units (``search.dimensionless_constants_only=false``). ``run_python``: the
+    limits of the opt-in ``run_python`` tool. ``experience``: tool name -> a summary of what
+    earlier agents learned with it, appended to that tool's description (Thea's Tool
+    Experience; :mod:`sr_dist.tools.experience`)."""
     tool_context = EpisodeContext.create(
         dataset,
         evaluator,
@@ -95,10 +101,11 @@ def build_agent(
         cancel_event=cancel_event,
         max_expressions_per_call=max_expressions_per_call or DEFAULT_MAX_EXPRESSIONS,
         dimensionless_constants=dimensionless_constants,
+        run_python=run_python,
     )
     names = tuple(tools) if tools is not None else FORMULA_TOOLS
     # extra_tools: tools from elsewhere (MCP servers) in the same flat catalog.
-    catalog = build_formula_catalog(tool_context, names, extra=extra_tools)
+    catalog = build_formula_catalog(tool_context, names, extra=extra_tools, notes=experience)
     parser = parser if parser is not None else parser_for(model)
     variables = list(dataset.feature_names)
     target = str(getattr(dataset, "target_name", "y"))

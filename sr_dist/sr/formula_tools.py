@@ -34,6 +34,7 @@ from sr_dist.tools.types import ToolCallResult
 
 __all__ = [
     "FORMULA_TOOLS",
+    "OPT_IN_TOOLS",
     "DEFAULT_MAX_EXPRESSIONS",
     "BestFormulas",
     "DataSummary",
@@ -62,6 +63,9 @@ FORMULA_TOOLS: tuple[str, ...] = (
     "fit_polynomial", "fit_power_law", "fit_rational", "residual_analysis",
     "best_formulas", "submit_formula",
 )
+#: Tools a run must name in ``search.tools`` to get (never in the default set): ``run_python``
+#: runs model-written code (docs/run-python.md).
+OPT_IN_TOOLS: tuple[str, ...] = ("run_python",)
 #: Longest rationale kept from ``submit_formula``.
 MAX_RATIONALE_CHARS = 2000
 #: Seconds ``best_formulas`` may spend on simplified forms per call (entries are cached, so
@@ -474,8 +478,10 @@ def build_formula_catalog(
     tools: Iterable[str] = FORMULA_TOOLS,
     *,
     extra: Iterable[Any] = (),
+    notes: Mapping[str, str] | None = None,
 ) -> ToolCatalog:
-    """A catalog of the named registered tools bound to ``tool_context``, plus ``extra`` tools.
+    """A catalog of the named registered tools bound to ``tool_context``, plus ``extra`` tools;
+    ``notes`` (tool name -> text, e.g. shared tool experience) extend those tools' descriptions.
 
     Unknown names raise ``ValueError`` listing the registered ones.
     """
@@ -484,7 +490,8 @@ def build_formula_catalog(
         registry.register(BaseTool.create(name, context=tool_context))
     for tool in extra:
         registry.register(tool)
-    return registry.open_catalog()
+    catalog = registry.open_catalog()
+    return catalog.with_notes(notes) if notes else catalog
 
 
 # The analysis tools build on the shell above; importing them here registers them wherever the

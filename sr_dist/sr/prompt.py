@@ -46,6 +46,9 @@ def system_prompt(
         work.append("- best_formulas lists the best candidates so far (older results get summarized).")
     if "submit_formula" in tool_names:
         work.append("- When a formula fits essentially perfectly, or you cannot improve it, call submit_formula.")
+    if "run_python" in tool_names:
+        work.append("- run_python runs your own Python (numpy, pandas, scipy) on the training data: "
+                    "use it to test a hypothesis about the data before you propose formulas.")
     sections = [
         "You are a scientist doing symbolic regression: find a closed-form formula that predicts "
         f"the target {target} from the variables {names}.",

@@ -8,6 +8,7 @@ whatever is registered later. Every schema is compiled when its tool is register
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
@@ -113,6 +114,19 @@ class ToolCatalog:
     def specs(self) -> tuple[ToolSpec, ...]:
         """Name, description and input schema of every tool, in registration order (copies)."""
         return tuple(entry.spec() for entry in self._entries.values())
+
+    def with_notes(self, notes: Mapping[str, str]) -> ToolCatalog:
+        """A copy whose tools named in ``notes`` have the note appended to their description
+        (what the model sees in native tool schemas and in tool-mode prompt text); calls are
+        unchanged. Names the catalog lacks are ignored."""
+        entries: dict[str, _Entry] = {}
+        for name, entry in self._entries.items():
+            note = str(notes.get(name) or "").strip()
+            if note:
+                described = entry.metadata.with_(description=f"{(entry.metadata.description or '').rstrip()}\n\n{note}")
+                entry = dataclasses.replace(entry, metadata=described)
+            entries[name] = entry
+        return ToolCatalog(entries)
 
     def openai_tools(self) -> list[dict[str, Any]]:
         """The OpenAI function-tool list: ``[{"type": "function", "function": {...}}]``."""

@@ -22,7 +22,7 @@ from sr_dist.conf.schema import (
     SettingsError,
 )
 from sr_dist.search import Settings, settings_from_config
-from sr_dist.sr.formula_tools import FORMULA_TOOLS
+from sr_dist.sr.formula_tools import FORMULA_TOOLS, OPT_IN_TOOLS
 
 CONF = Path(sr_dist.conf.__file__).parent
 
@@ -132,7 +132,7 @@ def test_search_tools_keeps_the_order_given(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("override, fragment", [
     ("search.tools=[evaluate_formulas,plot]", "names an unknown tool 'plot' (known: "
-                                              + ", ".join(FORMULA_TOOLS) + ")"),
+                                              + ", ".join((*FORMULA_TOOLS, *OPT_IN_TOOLS)) + ")"),
     ("search.tools=[]", "must be null (every formula tool) or a non-empty list"),
     ("search.tools=submit_formula", "must be null (every formula tool) or a non-empty list"),
     ("search.tools=[submit_formula,submit_formula]", "names 'submit_formula' twice"),
