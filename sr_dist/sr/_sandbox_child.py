@@ -24,6 +24,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_KEEPCAPS = 8
+PR_SET_PDEATHSIG = 1
 CAP_DAC_READ_SEARCH = 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 # Landlock system calls: the same numbers on x86_64 and aarch64 (the generic table).
@@ -284,6 +285,15 @@ def main() -> int:
         status.update(confine_files(libc, scratch, readable))
     except OSError as exc:
         status["files"] = f"unavailable: {exc}"
+    if status.get("files") != "ok" and os.getuid() == NOBODY:
+        # CAP_DAC_READ_SEARCH was kept for Landlock to bound; without Landlock it would let
+        # the code read every file on the machine, so plain nobody's rights are all it keeps.
+        empty = (_CapData * 2)()
+        if libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), empty) != 0:
+            print(f"run_python: could not drop CAP_DAC_READ_SEARCH ({_errno_text()}); the code "
+                  "did not run", file=sys.stderr)
+            return EXIT_SETUP
+        status["user"] = f"nobody (uid {NOBODY}, no capabilities: Landlock is unavailable)"
     try:
         set_limits(settings, mapped, tasks)
         status["limits"] = "ok"
@@ -308,10 +318,14 @@ def main() -> int:
         return EXIT_SETUP
     if pid == 0:
         report.close()
+        # Dies with this process (the parent kills it at the wall clock), even if the code
+        # leaves the process group with setsid(); the parent also kills it by the pid below.
+        libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
         rc = run_code(code, namespace)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(rc)
+    report.write(json.dumps({"code_pid": pid}) + "\n")
     _, wait_status = os.waitpid(pid, 0)
     report.write(json.dumps({"exit": os.waitstatus_to_exitcode(wait_status)}) + "\n")
     report.close()

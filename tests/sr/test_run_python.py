@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,37 @@ def test_an_agent_uses_run_python_through_the_loopback_server(dataset: Dataset, 
         assert "### run_python" in told
         answer = requests[1].body["messages"][-1]
     assert f"rows {len(dataset.y_train)}" in answer["content"]
+
+
+
+def _sandbox_children() -> set[int]:
+    """Live (non-zombie: their command line is readable) sandbox child processes."""
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"_sandbox_child.py" in cmdline:
+            pids.add(int(entry))
+    return pids
+
+
+def test_code_that_leaves_the_process_group_dies_at_the_wall_clock(dataset: Dataset) -> None:
+    # setsid() takes the code out of the process group the parent kills at the wall clock;
+    # it must die all the same (with it, everything it started in its PID namespace).
+    limits = RunPythonLimits(cpu_s=5, memory_mb=256, wall_s=4, file_mb=1, processes=8)
+    before = _sandbox_children()
+    result = run(dataset, "import os, time\nos.setsid()\ntime.sleep(600)\n", limits)
+    assert not result.ok and result.result["limit_hit"] == "wall"
+    survivors: set[int] = set()
+    for _ in range(50):  # a killed process may take a moment to be reaped
+        survivors = _sandbox_children() - before
+        if not survivors:
+            break
+        time.sleep(0.1)
+    for pid in survivors:  # leave nothing behind, whatever the outcome
+        os.kill(pid, 9)
+    assert not survivors, f"the code outlived its wall clock: pids {sorted(survivors)}"
