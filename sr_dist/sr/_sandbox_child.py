@@ -45,8 +45,14 @@ SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1
 EXIT_MEMORY = 86
 #: Exit status for a sandbox that could not be set up as required (nothing of the code ran).
 EXIT_SETUP = 87
-#: The uid and gid the code runs as when the sandbox starts as root.
+#: The gid the code runs as when the sandbox starts as root (nobody's group).
 NOBODY = 65534
+#: As root the code runs as uid ``SANDBOX_UID_BASE + <this process's pid>``: a user no other
+#: process has (pids are unique, pid_max is at most 2**22), so RLIMIT_NPROC counts this
+#: sandbox's processes alone, never those of concurrent sandboxes (which a shared ``nobody``
+#: would add up: parallel agents' calls then could not start), and no two sandboxes can signal
+#: or ptrace each other.
+SANDBOX_UID_BASE = 2_000_000_000
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -91,27 +97,34 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
+def sandbox_uid() -> int:
+    """The uid the code runs as when the sandbox starts as root (see :data:`SANDBOX_UID_BASE`)."""
+    return SANDBOX_UID_BASE + os.getpid()
+
+
 def drop_root(libc: Any, scratch: str) -> str:
-    """As root, become ``nobody`` keeping only CAP_DAC_READ_SEARCH (the Python installation
-    may sit under a root-only home; Landlock still bounds what is read): root's process limit
-    is never enforced, and root may write what nobody else can. Says who runs the code."""
+    """As root, become an unprivileged user of its own (:data:`SANDBOX_UID_BASE`, group
+    nobody) keeping only CAP_DAC_READ_SEARCH (the Python installation may sit under a
+    root-only home; Landlock still bounds what is read): root's process limit is never
+    enforced, and root may write what nobody else can. Says who runs the code."""
     if os.geteuid() != 0 or not sys.platform.startswith("linux"):
         return f"uid {os.geteuid()} (not root: runs as the caller)"
+    uid = sandbox_uid()
     for folder, _, files in os.walk(scratch):
-        os.chown(folder, NOBODY, NOBODY)
+        os.chown(folder, uid, NOBODY)
         for name in files:
-            os.chown(os.path.join(folder, name), NOBODY, NOBODY)
+            os.chown(os.path.join(folder, name), uid, NOBODY)
     if libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl(KEEPCAPS): {_errno_text()}")
     os.setgroups([])
     os.setgid(NOBODY)
-    os.setuid(NOBODY)
+    os.setuid(uid)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
     data[0].effective = data[0].permitted = 1 << CAP_DAC_READ_SEARCH
     if libc.capset(ctypes.byref(header), data) != 0:
         raise OSError(ctypes.get_errno(), f"capset: {_errno_text()}")
-    return f"nobody (uid {NOBODY}, may read any file Landlock allows)"
+    return f"uid {uid} (unprivileged, of its own; may read any file Landlock allows)"
 
 
 def _own_tasks() -> int:
@@ -139,7 +152,7 @@ def isolate_namespaces(libc: Any) -> dict[str, str]:
         why = f"unavailable: no namespaces on {sys.platform}"
         return {"network": why, "pid": why}
     uid, gid = os.getuid(), os.getgid()
-    # As root the user namespace is not needed (and not wanted: the code then drops to nobody).
+    # As root the user namespace is not needed (and not wanted: the code then drops root).
     tries = ((CLONE_NEWNET | CLONE_NEWPID, False), (CLONE_NEWNET, False)) if uid == 0 else (
         (CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID, True), (CLONE_NEWUSER | CLONE_NEWNET, True))
     errors: list[str] = []
@@ -279,21 +292,22 @@ def main() -> int:
         print(f"run_python: could not stop being root ({exc}); the code did not run", file=sys.stderr)
         return EXIT_SETUP
     mapped = _mapped_bytes()  # now: /proc is not readable once confined
-    tasks = 1 if os.getuid() == NOBODY else _own_tasks()
+    tasks = 1 if os.getuid() == sandbox_uid() else _own_tasks()
     readable = [p for p in {*settings["readable"], *sys.path} if p and os.path.exists(p)]
     try:
         status.update(confine_files(libc, scratch, readable))
     except OSError as exc:
         status["files"] = f"unavailable: {exc}"
-    if status.get("files") != "ok" and os.getuid() == NOBODY:
+    if status.get("files") != "ok" and os.getuid() == sandbox_uid():
         # CAP_DAC_READ_SEARCH was kept for Landlock to bound; without Landlock it would let
-        # the code read every file on the machine, so plain nobody's rights are all it keeps.
+        # the code read every file on the machine, so an unprivileged user's rights are all
+        # it keeps.
         empty = (_CapData * 2)()
         if libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), empty) != 0:
             print(f"run_python: could not drop CAP_DAC_READ_SEARCH ({_errno_text()}); the code "
                   "did not run", file=sys.stderr)
             return EXIT_SETUP
-        status["user"] = f"nobody (uid {NOBODY}, no capabilities: Landlock is unavailable)"
+        status["user"] = f"uid {os.getuid()} (no capabilities: Landlock is unavailable)"
     try:
         set_limits(settings, mapped, tasks)
         status["limits"] = "ok"

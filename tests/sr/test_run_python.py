@@ -218,3 +218,21 @@ def test_code_that_leaves_the_process_group_dies_at_the_wall_clock(dataset: Data
     for pid in survivors:  # leave nothing behind, whatever the outcome
         os.kill(pid, 9)
     assert not survivors, f"the code outlived its wall clock: pids {sorted(survivors)}"
+
+
+def test_concurrent_calls_do_not_use_up_each_others_process_limit(dataset: Dataset) -> None:
+    # Agents of one run call run_python at once. As root every sandbox runs as the same
+    # nobody, whose processes RLIMIT_NPROC counts together: each sandbox's limit must count
+    # the others' processes as already there, or the later ones cannot even start the code.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sr_dist.sr.sandbox import run_sandboxed
+
+    limits = RunPythonLimits(cpu_s=5, memory_mb=256, wall_s=60, file_mb=1, processes=2)
+    X = np.asarray(dataset.X_train, dtype=float)
+    y = np.asarray(dataset.y_train, dtype=float)
+    code = "import time\ntime.sleep(3)\nprint('done')\n"
+    with ThreadPoolExecutor(6) as pool:
+        runs = list(pool.map(lambda _: run_sandboxed(code, X, y, dataset.feature_names, "y", limits),
+                             range(6)))
+    assert [r.stdout.strip() for r in runs] == ["done"] * 6, [r.stderr for r in runs if not r.ok]
