@@ -100,3 +100,17 @@ def test_without_a_validation_split_rank_by_falls_back_to_the_train_split(rank_b
     best = archive.best()
     assert best is not None and best.expression == "good"
     assert fitness(best) == pytest.approx(0.1 if rank_by == "val_loss" else 0.01)
+
+
+def test_parsimony_on_a_metric_in_the_targets_units_does_not_depend_on_those_units() -> None:
+    # mae and the losses are in the target's units (squared, for mse); the constant model's
+    # NMSE of 1 is no baseline for them, so a change of units must not change the pick.
+    picks = set()
+    for scale in (1e-3, 1.0, 1e3):
+        table = pa.table({"candidate_id": ["r:0:0:0", "r:0:1:0"], "status": ["ok"] * 2,
+                          "complexity": pa.array([3, 5], pa.int32()), "val_nmse": [0.2, 0.1],
+                          "mae": [1.0 * scale, 0.8 * scale]})
+        chosen = select_candidate(table, rule="parsimony", metric="mae")
+        assert chosen is not None
+        picks.add(chosen["candidate_id"])
+    assert len(picks) == 1, picks
