@@ -216,6 +216,53 @@ def confine_files(libc: Any, scratch: str, readable: list[str]) -> dict[str, Any
             "signals": "ok" if scoped else "unavailable: Landlock ABI < 6"}
 
 
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+#: Per architecture (machine name): the audit arch and the number of socket(2).
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+_SYS_IO_URING_SETUP = 425  # the same on both: io_uring could open sockets past the filter
+_AF_UNIX = 1
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | 1
+
+
+def block_unix_sockets(libc: Any) -> dict[str, str]:
+    """A seccomp filter: ``socket(AF_UNIX, ...)`` fails with EPERM (and io_uring, which could
+    open one past the filter, is unavailable). A network namespace leaves Unix sockets named
+    by a path reachable (a D-Bus bus, a daemon's control socket); Landlock does not cover
+    connecting to them. ``socketpair`` (a private pair, as multiprocessing uses) still works."""
+    machine = os.uname().machine
+    if not sys.platform.startswith("linux") or machine not in _SECCOMP_ARCH:
+        return {"unix_sockets": f"unavailable: no seccomp filter for {sys.platform}/{machine}"}
+    arch, nr_socket = _SECCOMP_ARCH[machine]
+    program = [  # (code, jt, jf, k); jumps count from the next instruction
+        (_LD_ABS, 0, 0, 4),                     # 0: the architecture
+        (_JEQ, 0, 6, arch),                     # 1: another one (a compat ABI): deny
+        (_LD_ABS, 0, 0, 0),                     # 2: the system call number
+        (_JGE, 4, 0, 0x40000000),               # 3: x32 numbers: deny
+        (_JEQ, 3, 0, _SYS_IO_URING_SETUP),      # 4: io_uring: deny
+        (_JEQ, 0, 3, nr_socket),                # 5: not socket(2): allow
+        (_LD_ABS, 0, 0, 16),                    # 6: its first argument (low half): the family
+        (_JEQ, 0, 1, _AF_UNIX),                 # 7: AF_UNIX: deny, else allow
+        (_RET, 0, 0, _RET_EPERM),               # 8
+        (_RET, 0, 0, _RET_ALLOW),               # 9
+    ]
+    filters = (_SockFilter * len(program))(*(_SockFilter(*op) for op in program))
+    prog = _SockFprog(len(program), filters)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.prctl(
+            PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        return {"unix_sockets": f"unavailable: seccomp failed ({_errno_text()})"}
+    return {"unix_sockets": "ok"}
+
+
 def _mapped_bytes() -> int:
     """Address space mapped now (0 where /proc does not say: the limit is then absolute)."""
     try:
@@ -298,6 +345,7 @@ def main() -> int:
         status.update(confine_files(libc, scratch, readable))
     except OSError as exc:
         status["files"] = f"unavailable: {exc}"
+    status.update(block_unix_sockets(libc))
     if status.get("files") != "ok" and os.getuid() == sandbox_uid():
         # CAP_DAC_READ_SEARCH was kept for Landlock to bound; without Landlock it would let
         # the code read every file on the machine, so an unprivileged user's rights are all

@@ -236,3 +236,26 @@ def test_concurrent_calls_do_not_use_up_each_others_process_limit(dataset: Datas
         runs = list(pool.map(lambda _: run_sandboxed(code, X, y, dataset.feature_names, "y", limits),
                              range(6)))
     assert [r.stdout.strip() for r in runs] == ["done"] * 6, [r.stderr for r in runs if not r.ok]
+
+
+def test_a_unix_socket_outside_the_sandbox_cannot_be_reached(dataset: Dataset, tmp_path: Path) -> None:
+    # A network namespace does not cover Unix sockets named by a path (a D-Bus bus, a
+    # daemon's control socket): one that every user may write must stay out of reach too.
+    folder = tmp_path / "sockets"
+    folder.mkdir()
+    folder.chmod(0o755)
+    path = folder / "open.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        path.chmod(0o777)
+        listener.listen(1)
+        listener.setblocking(False)
+        code = (f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({str(path)!r})\n"
+                "s.sendall(b'hi')\nprint('connected')\n")
+        result = run(dataset, code)
+        assert not result.ok and "connected" not in result.result["stdout"]
+        assert "PermissionError" in result.result["stderr"]
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing ever reached it
+    assert result.result["isolation"]["unix_sockets"] == "ok"
+    assert run(dataset, "import socket\na, b = socket.socketpair()\na.sendall(b'x')\nprint(b.recv(1))\n").ok
