@@ -187,8 +187,10 @@ def test_an_agent_uses_run_python_through_the_loopback_server(dataset: Dataset, 
 
 
 
-def _sandbox_children() -> set[int]:
-    """Live (non-zombie: their command line is readable) sandbox child processes."""
+
+def _processes_naming(marker: str) -> set[int]:
+    """Live (non-zombie: their command line is readable) processes whose command line holds
+    ``marker`` (a sandbox's names its settings file, inside its scratch directory)."""
     pids = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -197,28 +199,32 @@ def _sandbox_children() -> set[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"_sandbox_child.py" in cmdline:
+        if marker.encode() in cmdline:
             pids.add(int(entry))
     return pids
 
 
-def test_code_that_leaves_the_process_group_dies_at_the_wall_clock(dataset: Dataset) -> None:
+def test_code_that_leaves_the_process_group_dies_at_the_wall_clock(
+        dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # setsid() takes the code out of the process group the parent kills at the wall clock;
     # it must die all the same (with it, everything it started in its PID namespace).
+    import tempfile
+
+    marker = str(tmp_path / "scratch-parent")
+    os.mkdir(marker)
+    monkeypatch.setattr(tempfile, "tempdir", marker)  # this test's sandboxes alone name it
     limits = RunPythonLimits(cpu_s=5, memory_mb=256, wall_s=4, file_mb=1, processes=8)
-    before = _sandbox_children()
     result = run(dataset, "import os, time\nos.setsid()\ntime.sleep(600)\n", limits)
     assert not result.ok and result.result["limit_hit"] == "wall"
     survivors: set[int] = set()
     for _ in range(50):  # a killed process may take a moment to be reaped
-        survivors = _sandbox_children() - before
+        survivors = _processes_naming(marker)
         if not survivors:
             break
         time.sleep(0.1)
-    for pid in survivors:  # leave nothing behind, whatever the outcome
+    for pid in survivors:  # leave nothing of this test behind, whatever the outcome
         os.kill(pid, 9)
     assert not survivors, f"the code outlived its wall clock: pids {sorted(survivors)}"
-
 
 def test_concurrent_calls_do_not_use_up_each_others_process_limit(dataset: Dataset) -> None:
     # Agents of one run call run_python at once. As root every sandbox runs as the same
