@@ -244,13 +244,21 @@ def rank_loss(rank_by: str, values: Mapping[str, Any]) -> float:
 
 def fitness(candidate: Candidate) -> float:
     """Validation NMSE (train NMSE when there is no validation split); ``inf`` when unusable.
-    Under another ``rank_by``: :func:`rank_loss` of that metric."""
+    Under another ``rank_by``: :func:`rank_loss` of that metric (``val_loss`` and ``r2`` fall
+    back to the train split the same way)."""
     if not candidate.ok:
         return math.inf
     if candidate.rank_by != "val_nmse":
         values: dict[str, Any] = dict(candidate.metrics)
-        if candidate.rank_by == "r2" and "r2" not in values and candidate.val_nmse is not None:
-            values["r2"] = 1.0 - candidate.val_nmse
+        # Without a validation split, ranking reads the train split, as val_nmse falls back
+        # to train_nmse (and the extra metrics are measured on the train rows).
+        if candidate.rank_by == "r2" and "r2" not in values:
+            nmse = next((v for v in (candidate.val_nmse, candidate.train_nmse)
+                         if v is not None and not math.isnan(v)), None)
+            if nmse is not None:
+                values["r2"] = 1.0 - nmse
+        if candidate.rank_by == "val_loss" and "val_loss" not in values:
+            values["val_loss"] = values.get("train_loss")
         return rank_loss(candidate.rank_by, values)
     for value in (candidate.val_nmse, candidate.train_nmse):
         if value is not None and not math.isnan(value):

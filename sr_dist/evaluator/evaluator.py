@@ -229,9 +229,12 @@ def _split_weights(dataset: Any) -> _PerSplit[np.ndarray] | None:
         return None
     for a in arrays:
         if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
-            raise ValueError("sample weights must be finite and non-negative")
+            raise ValueError("sample weights must be finite and non-negative; replace NaN, "
+                             "inf and negative weights (0 leaves a row out)")
     if not float(np.sum(arrays[0])) > 0:
-        raise ValueError("the training rows' sample weights are all zero")
+        raise ValueError("the training rows' sample weights are all zero, so nothing can be "
+                         "fitted: give some training rows a positive weight, or split the rows "
+                         "differently (dataset.split, dataset.seed, dataset.split_kind)")
     return _PerSplit(arrays[0], arrays[1], arrays[2])
 
 

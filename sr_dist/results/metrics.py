@@ -206,7 +206,7 @@ def score_run(path: str | os.PathLike[str], run_id: str, *, candidate_id: str | 
     """Score ``run_id``'s chosen candidate (or ``candidate_id``) on ``split`` of its dataset.
 
     ``select`` is a rule of :func:`sr_dist.results.select_candidate`: ``best`` is the runs
-    row's ``best_candidate_id`` (lowest validation NMSE), ``parsimony`` the PySR-style pick
+    row's ``best_candidate_id`` (the best by the run's ``search.rank_by``), ``parsimony`` the PySR-style pick
     that resists overfitting noisy data. The expression and constants come from the candidates
     table. The dataset is rebuilt from the runs row's config
     (``dataset.source/n/seed/noise/target/split``; an estimator run's arrays from the copy

@@ -185,14 +185,20 @@ def best_candidate(table: pa.Table, metric: str = "val_nmse") -> dict[str, Any] 
     return best
 
 
-def summarize_run(path: str | os.PathLike[str], run_id: str) -> tuple[int, dict[str, Any] | None]:
-    """``(candidates on disk, best candidate row)`` for ``run_id``, read from its files.
+def summarize_run(path: str | os.PathLike[str], run_id: str,
+                  metric: str = "val_nmse") -> tuple[int, dict[str, Any] | None]:
+    """``(candidates on disk, best candidate row)`` for ``run_id``, read from its files; the
+    best by ``metric`` (the run's ``search.rank_by``, as its agents' archives rank), or by
+    ``val_nmse`` when no row has that metric (``val_loss`` without a validation split).
 
     This is what an interrupted or resumed run needs to fill its ``runs`` row when the
     in-memory tallies are gone.
     """
     table = _run_candidates(path, run_id, CANDIDATE_SCHEMA.names)
-    return table.num_rows, best_candidate(table)
+    best = best_candidate(table, metric) if metric in table.column_names else None
+    if best is None and metric != "val_nmse":
+        best = best_candidate(table)
+    return table.num_rows, best
 
 
 # --- Pareto front ------------------------------------------------------------------------------

@@ -28,6 +28,11 @@ SELECTION_RULES: tuple[str, ...] = ("best", "parsimony")
 _LOSS_FLOOR = NMSE_RESOLUTION
 #: The NMSE of the constant model (predicting the mean), the baseline of the simplest formula.
 _MEAN_LOSS = 1.0
+#: Metrics on the NMSE's scale (as ranked: ``1 - r2`` is the NMSE, an uncorrelated prediction
+#: has ``1 - pearson_r`` = 1), where the constant model's loss is :data:`_MEAN_LOSS`. The others
+#: (``mae``, ``train_loss``, ``val_loss``) are in the target's units, where no baseline is
+#: known: the simplest row then scores 0, as in PySR, so a change of units changes no pick.
+_NMSE_SCALE = frozenset({"train_nmse", "val_nmse", "test_nmse", "r2", "pearson_r", "spearman_r"})
 
 
 def select_candidate(table_or_path: Any, run_id: str | None = None, *, rule: str = "best",
@@ -64,10 +69,14 @@ def select_candidate(table_or_path: Any, run_id: str | None = None, *, rule: str
 def front_scores(front: Sequence[Mapping[str, Any]], metric: str = "val_nmse") -> list[float]:
     """The ``parsimony`` score of each row of a Pareto front (sorted by complexity): the drop
     in log-loss per unit of complexity against the next simpler row (the first row against
-    the constant model); PySR's ``score`` column, and what ``parsimony`` ranks by."""
+    the constant model, or 0 for a metric in the target's units); PySR's ``score`` column,
+    and what ``parsimony`` ranks by."""
     losses = [max(metric_loss(metric, row[metric]), _LOSS_FLOOR) for row in front]
     scores: list[float] = []
     for i, row in enumerate(front):
+        if i == 0 and metric not in _NMSE_SCALE:
+            scores.append(0.0)
+            continue
         prev_loss, prev_complexity = ((_MEAN_LOSS, 1) if i == 0 else
                                       (losses[i - 1], int(front[i - 1]["complexity"])))
         step = max(int(row["complexity"]) - prev_complexity, 1)

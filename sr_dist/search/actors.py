@@ -378,7 +378,7 @@ class AgentActor:
         except Exception as exc:  # noqa: BLE001 - experience is advice; the agent still runs
             log.warning("agent %d: no tool experience (%s)", agent_id, exc)
             return None
-        return summarize_experience(rows)
+        return summarize_experience(rows, dataset=self._dataset.name)
 
     def _experience_sink(self, agent_id: int) -> Any:
         writer = self._writer

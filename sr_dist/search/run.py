@@ -289,7 +289,7 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True,
                 run.final_stats()
                 if interrupts.signal is not None:
                     stop_reason = "interrupted"
-                count, best_row = summarize_run(path, run.run_id)
+                count, best_row = summarize_run(path, run.run_id, settings.search.rank_by)
                 status, stop_reason = final_outcome(stop_reason, signal_number=interrupts.signal,
                                                     error=error)
                 final = record.with_best(best_row, count).finished(

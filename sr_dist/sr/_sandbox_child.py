@@ -24,6 +24,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_KEEPCAPS = 8
+PR_SET_PDEATHSIG = 1
 CAP_DAC_READ_SEARCH = 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 # Landlock system calls: the same numbers on x86_64 and aarch64 (the generic table).
@@ -44,8 +45,14 @@ SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1
 EXIT_MEMORY = 86
 #: Exit status for a sandbox that could not be set up as required (nothing of the code ran).
 EXIT_SETUP = 87
-#: The uid and gid the code runs as when the sandbox starts as root.
+#: The gid the code runs as when the sandbox starts as root (nobody's group).
 NOBODY = 65534
+#: As root the code runs as uid ``SANDBOX_UID_BASE + <this process's pid>``: a user no other
+#: process has (pids are unique, pid_max is at most 2**22), so RLIMIT_NPROC counts this
+#: sandbox's processes alone, never those of concurrent sandboxes (which a shared ``nobody``
+#: would add up: parallel agents' calls then could not start), and no two sandboxes can signal
+#: or ptrace each other.
+SANDBOX_UID_BASE = 2_000_000_000
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -90,27 +97,34 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
+def sandbox_uid() -> int:
+    """The uid the code runs as when the sandbox starts as root (see :data:`SANDBOX_UID_BASE`)."""
+    return SANDBOX_UID_BASE + os.getpid()
+
+
 def drop_root(libc: Any, scratch: str) -> str:
-    """As root, become ``nobody`` keeping only CAP_DAC_READ_SEARCH (the Python installation
-    may sit under a root-only home; Landlock still bounds what is read): root's process limit
-    is never enforced, and root may write what nobody else can. Says who runs the code."""
+    """As root, become an unprivileged user of its own (:data:`SANDBOX_UID_BASE`, group
+    nobody) keeping only CAP_DAC_READ_SEARCH (the Python installation may sit under a
+    root-only home; Landlock still bounds what is read): root's process limit is never
+    enforced, and root may write what nobody else can. Says who runs the code."""
     if os.geteuid() != 0 or not sys.platform.startswith("linux"):
         return f"uid {os.geteuid()} (not root: runs as the caller)"
+    uid = sandbox_uid()
     for folder, _, files in os.walk(scratch):
-        os.chown(folder, NOBODY, NOBODY)
+        os.chown(folder, uid, NOBODY)
         for name in files:
-            os.chown(os.path.join(folder, name), NOBODY, NOBODY)
+            os.chown(os.path.join(folder, name), uid, NOBODY)
     if libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl(KEEPCAPS): {_errno_text()}")
     os.setgroups([])
     os.setgid(NOBODY)
-    os.setuid(NOBODY)
+    os.setuid(uid)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
     data[0].effective = data[0].permitted = 1 << CAP_DAC_READ_SEARCH
     if libc.capset(ctypes.byref(header), data) != 0:
         raise OSError(ctypes.get_errno(), f"capset: {_errno_text()}")
-    return f"nobody (uid {NOBODY}, may read any file Landlock allows)"
+    return f"uid {uid} (unprivileged, of its own; may read any file Landlock allows)"
 
 
 def _own_tasks() -> int:
@@ -138,7 +152,7 @@ def isolate_namespaces(libc: Any) -> dict[str, str]:
         why = f"unavailable: no namespaces on {sys.platform}"
         return {"network": why, "pid": why}
     uid, gid = os.getuid(), os.getgid()
-    # As root the user namespace is not needed (and not wanted: the code then drops to nobody).
+    # As root the user namespace is not needed (and not wanted: the code then drops root).
     tries = ((CLONE_NEWNET | CLONE_NEWPID, False), (CLONE_NEWNET, False)) if uid == 0 else (
         (CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID, True), (CLONE_NEWUSER | CLONE_NEWNET, True))
     errors: list[str] = []
@@ -200,6 +214,53 @@ def confine_files(libc: Any, scratch: str, readable: list[str]) -> dict[str, Any
         os.close(ruleset)
     return {"files": "ok", "abi": abi, "tcp": "ok" if net else "unavailable: Landlock ABI < 4",
             "signals": "ok" if scoped else "unavailable: Landlock ABI < 6"}
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+#: Per architecture (machine name): the audit arch and the number of socket(2).
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+_SYS_IO_URING_SETUP = 425  # the same on both: io_uring could open sockets past the filter
+_AF_UNIX = 1
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | 1
+
+
+def block_unix_sockets(libc: Any) -> dict[str, str]:
+    """A seccomp filter: ``socket(AF_UNIX, ...)`` fails with EPERM (and io_uring, which could
+    open one past the filter, is unavailable). A network namespace leaves Unix sockets named
+    by a path reachable (a D-Bus bus, a daemon's control socket); Landlock does not cover
+    connecting to them. ``socketpair`` (a private pair, as multiprocessing uses) still works."""
+    machine = os.uname().machine
+    if not sys.platform.startswith("linux") or machine not in _SECCOMP_ARCH:
+        return {"unix_sockets": f"unavailable: no seccomp filter for {sys.platform}/{machine}"}
+    arch, nr_socket = _SECCOMP_ARCH[machine]
+    program = [  # (code, jt, jf, k); jumps count from the next instruction
+        (_LD_ABS, 0, 0, 4),                     # 0: the architecture
+        (_JEQ, 0, 6, arch),                     # 1: another one (a compat ABI): deny
+        (_LD_ABS, 0, 0, 0),                     # 2: the system call number
+        (_JGE, 4, 0, 0x40000000),               # 3: x32 numbers: deny
+        (_JEQ, 3, 0, _SYS_IO_URING_SETUP),      # 4: io_uring: deny
+        (_JEQ, 0, 3, nr_socket),                # 5: not socket(2): allow
+        (_LD_ABS, 0, 0, 16),                    # 6: its first argument (low half): the family
+        (_JEQ, 0, 1, _AF_UNIX),                 # 7: AF_UNIX: deny, else allow
+        (_RET, 0, 0, _RET_EPERM),               # 8
+        (_RET, 0, 0, _RET_ALLOW),               # 9
+    ]
+    filters = (_SockFilter * len(program))(*(_SockFilter(*op) for op in program))
+    prog = _SockFprog(len(program), filters)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.prctl(
+            PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        return {"unix_sockets": f"unavailable: seccomp failed ({_errno_text()})"}
+    return {"unix_sockets": "ok"}
 
 
 def _mapped_bytes() -> int:
@@ -278,12 +339,23 @@ def main() -> int:
         print(f"run_python: could not stop being root ({exc}); the code did not run", file=sys.stderr)
         return EXIT_SETUP
     mapped = _mapped_bytes()  # now: /proc is not readable once confined
-    tasks = 1 if os.getuid() == NOBODY else _own_tasks()
+    tasks = 1 if os.getuid() == sandbox_uid() else _own_tasks()
     readable = [p for p in {*settings["readable"], *sys.path} if p and os.path.exists(p)]
     try:
         status.update(confine_files(libc, scratch, readable))
     except OSError as exc:
         status["files"] = f"unavailable: {exc}"
+    status.update(block_unix_sockets(libc))
+    if status.get("files") != "ok" and os.getuid() == sandbox_uid():
+        # CAP_DAC_READ_SEARCH was kept for Landlock to bound; without Landlock it would let
+        # the code read every file on the machine, so an unprivileged user's rights are all
+        # it keeps.
+        empty = (_CapData * 2)()
+        if libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), empty) != 0:
+            print(f"run_python: could not drop CAP_DAC_READ_SEARCH ({_errno_text()}); the code "
+                  "did not run", file=sys.stderr)
+            return EXIT_SETUP
+        status["user"] = f"uid {os.getuid()} (no capabilities: Landlock is unavailable)"
     try:
         set_limits(settings, mapped, tasks)
         status["limits"] = "ok"
@@ -308,10 +380,14 @@ def main() -> int:
         return EXIT_SETUP
     if pid == 0:
         report.close()
+        # Dies with this process (the parent kills it at the wall clock), even if the code
+        # leaves the process group with setsid(); the parent also kills it by the pid below.
+        libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
         rc = run_code(code, namespace)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(rc)
+    report.write(json.dumps({"code_pid": pid}) + "\n")
     _, wait_status = os.waitpid(pid, 0)
     report.write(json.dumps({"exit": os.waitstatus_to_exitcode(wait_status)}) + "\n")
     report.close()

@@ -187,10 +187,21 @@ def run_sandboxed(code: str, X: np.ndarray, y: np.ndarray, names: Sequence[str],
             _kill_group(proc)
             proc.wait()
         _kill_group(proc)  # stragglers the code left behind (a fork bomb's children)
-        for reader in readers:
-            reader.join(timeout=5.0)
         with os.fdopen(report_r) as fh:
             lines = [json.loads(line) for line in fh.read().splitlines() if line.strip()]
+        isolation_line = lines[:1]
+        code_pid = next((int(x["code_pid"]) for x in lines if "code_pid" in x), None)
+        ended = [x for x in lines if "exit" in x]
+        if code_pid is not None and not ended:
+            # The code's process outlived the sandbox's (killed at the wall clock): it may have
+            # left the process group (setsid). Killing it ends its whole PID namespace.
+            try:
+                os.kill(code_pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for reader in readers:
+            reader.join(timeout=5.0)
+        lines = isolation_line + ended
         isolation: dict[str, Any] = lines[0] if lines else {
             "network": "unknown: the sandbox ended before it reported", "files": "unknown"}
         stdout, cut_out = readers[0].text()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sr_dist.tools.types import ToolCall, ToolCallResult
@@ -232,12 +232,19 @@ def _note(tool: str, records: Sequence[ToolExperience], limit: int) -> str:
 
 
 def summarize_experience(records: Iterable[ToolExperience | Mapping[str, Any]], *,
-                         limit: int = SUMMARY_CHARS) -> dict[str, str]:
+                         limit: int = SUMMARY_CHARS, dataset: str | None = None) -> dict[str, str]:
     """Tool name -> a note of at most ``limit`` characters merging every record of that tool
-    (records as :class:`ToolExperience` or as rows of the ``experience`` table)."""
+    (records as :class:`ToolExperience` or as rows of the ``experience`` table).
+
+    With ``dataset``, a row of another dataset (its ``dataset`` field names a different one)
+    adds its counts but not its lessons: a lesson quotes its dataset's formulas and variable
+    names, which would mislead (or hand a known answer to) a run on another dataset."""
     by_tool: dict[str, list[ToolExperience]] = {}
     for item in records:
         record = item if isinstance(item, ToolExperience) else ToolExperience.from_row(item)
+        if (dataset is not None and isinstance(item, Mapping) and item.get("dataset")
+                and str(item["dataset"]) != dataset):
+            record = replace(record, lessons=())
         if record.tool and record.calls > 0:
             by_tool.setdefault(record.tool, []).append(record)
     return {tool: _note(tool, found, limit) for tool, found in by_tool.items()}

@@ -85,3 +85,32 @@ def test_target_nmse_still_reads_the_nmse_of_the_best_by_rank() -> None:
     best = archive.best()
     assert best is not None and best.expression == "b"
     assert nmse_fitness(best) == 0.2 and fitness(best) == 1.0
+
+
+@pytest.mark.parametrize("rank_by", ["val_loss", "r2"])
+def test_without_a_validation_split_rank_by_falls_back_to_the_train_split(rank_by: str) -> None:
+    # split=[0.8, 0, 0.2]: no validation rows, so val_nmse, val_loss and r2 are null. Ranking
+    # by val_nmse falls back to train_nmse; val_loss and r2 must fall back the same way, or
+    # every candidate is inf and the archive ranks by complexity alone.
+    fits = [FitResult(expression=e, canonical=e, status="ok", complexity=c, train_nmse=nmse,
+                      val_nmse=None, r2=None, train_loss=loss, val_loss=None, rank_by=rank_by)
+            for e, c, nmse, loss in (("simple", 3, 0.5, 2.0), ("good", 7, 0.01, 0.1))]
+    archive = CandidateArchive()
+    archive.add(fits)
+    best = archive.best()
+    assert best is not None and best.expression == "good"
+    assert fitness(best) == pytest.approx(0.1 if rank_by == "val_loss" else 0.01)
+
+
+def test_parsimony_on_a_metric_in_the_targets_units_does_not_depend_on_those_units() -> None:
+    # mae and the losses are in the target's units (squared, for mse); the constant model's
+    # NMSE of 1 is no baseline for them, so a change of units must not change the pick.
+    picks = set()
+    for scale in (1e-3, 1.0, 1e3):
+        table = pa.table({"candidate_id": ["r:0:0:0", "r:0:1:0"], "status": ["ok"] * 2,
+                          "complexity": pa.array([3, 5], pa.int32()), "val_nmse": [0.2, 0.1],
+                          "mae": [1.0 * scale, 0.8 * scale]})
+        chosen = select_candidate(table, rule="parsimony", metric="mae")
+        assert chosen is not None
+        picks.add(chosen["candidate_id"])
+    assert len(picks) == 1, picks

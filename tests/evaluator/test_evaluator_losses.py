@@ -199,3 +199,14 @@ def test_extra_metrics_match_their_definitions() -> None:
     assert m["bic"] == pytest.approx(n * math.log(mse) + 2 * math.log(n), rel=1e-5)
     with pytest.raises(ValueError, match="unknown metric 'rmse'"):
         Evaluator(ds, metrics=("rmse",))
+
+
+def test_weights_that_leave_the_training_rows_weightless_say_how_to_fix_it() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.uniform(1, 2, (60, 1))
+    y = 3.0 * X[:, 0]
+    probe = dataset_from_arrays(X, y)
+    w = np.zeros(60)
+    w[probe.splits.val] = 1.0  # every weighted row landed outside the training split
+    with pytest.raises(ValueError, match="training rows' sample weights are all zero.*dataset.split"):
+        Evaluator(dataset_from_arrays(X, y, sample_weight=w))

@@ -41,3 +41,21 @@ def test_version_2_files_read_with_null_metric_columns(tmp_path: Path) -> None:
         assert table[name].to_pylist() == [None]
     con = duckdb_connection(tmp_path)
     assert con.sql("SELECT mae, val_loss FROM candidates").fetchall() == [(None, None)]
+
+
+def test_the_runs_best_is_chosen_by_the_runs_rank_by(tmp_path: Path) -> None:
+    # search.rank_by=spearman_r: the archive ranks by it, so the run's best (its runs row, the
+    # report, score_run's "best") must too, not by val_nmse.
+    from sr_dist.results import CandidateWriter, summarize_run
+
+    fits = [FitResult(expression=e, canonical=e, status="ok", complexity=c, train_nmse=v,
+                      val_nmse=v, r2=1 - v, metrics={"spearman_r": s}, rank_by="spearman_r")
+            for e, c, v, s in (("c*x0", 3, 0.10, 0.80), ("c*x0*x1", 5, 0.20, 0.99))]
+    with CandidateWriter(tmp_path, "run-r", "feynman:I.6.2", "evolve", background=False) as writer:
+        writer.add([candidate_row(f, "run-r", 0, i, 0, "evolve", "feynman:I.6.2")
+                    for i, f in enumerate(fits)])
+    count, best = summarize_run(tmp_path, "run-r", metric="spearman_r")
+    assert count == 2 and best is not None and best["expression"] == "c*x0*x1"
+    assert summarize_run(tmp_path, "run-r")[1]["expression"] == "c*x0"  # the default: val_nmse
+    # A metric no row has (val_loss without a validation split) falls back to val_nmse.
+    assert summarize_run(tmp_path, "run-r", metric="val_loss")[1]["expression"] == "c*x0"

@@ -52,3 +52,9 @@ def test_loss_and_metrics_reach_the_candidate_columns(ray_cluster: None, tmp_pat
     config = con.sql("SELECT config FROM runs").fetchall()[0][0]
     assert "loss: huber" in config and "rank_by: spearman_r" in config
     assert "split: ood" in config
+    # The run's best (its runs row) is the best by search.rank_by, as the archive ranks.
+    best_id = con.sql("SELECT best_candidate_id FROM runs").fetchall()[0][0]
+    best_spearman, top = con.sql(
+        f"SELECT (SELECT spearman_r FROM candidates WHERE candidate_id = '{best_id}'), "
+        "max(spearman_r) FROM candidates WHERE status = 'ok'").fetchall()[0]
+    assert best_spearman == pytest.approx(top)

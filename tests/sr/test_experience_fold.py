@@ -153,3 +153,24 @@ def test_the_agent_loop_logs_every_call_for_the_fold() -> None:
     [record] = fold_experience(log)
     assert record.calls == 2 and record.failures == 1
     assert record.lessons[0].startswith('failed: {"txt": "typo"} -> invalid_tool_call')
+
+
+def test_lessons_of_another_dataset_do_not_reach_a_run_on_this_one(tmp_path: Path) -> None:
+    # One results path, two datasets: a lesson quotes the formulas and variable names of its
+    # own dataset (here the answer to the first), so a run on the second dataset learns the
+    # counts and failure kinds of every run but the lessons of its own dataset's runs only.
+    gaussian = ToolExperience("evaluate_formulas", calls=3, failures=1, improved=1,
+                              failure_kinds={"invalid_tool_call": 1},
+                              lessons=('failed: {"formulas": ["theta"]} -> invalid_tool_call: x',
+                                       'helped: {"expressions": ["exp(-theta**2/2)/sqrt(2*pi)"]}'))
+    other = ToolExperience("evaluate_formulas", calls=2, lessons=('helped: {"expressions": ["q1*q2/r**2"]}',))
+    write_experience(tmp_path, "run-1", [gaussian.row()], dataset="feynman:I.6.2")
+    write_experience(tmp_path, "run-2", [other.row()], dataset="feynman:I.12.2")
+    rows = read_experience(tmp_path)
+    note = summarize_experience(rows, dataset="feynman:I.12.2")["evaluate_formulas"]
+    assert note.startswith("Experience of 2 earlier episode(s) with evaluate_formulas: 5 call(s), "
+                           "1 failed (1 invalid_tool_call), 1 improved the best score.")
+    assert "q1*q2/r**2" in note
+    assert "theta" not in note
+    # Without a dataset (a caller that shares everything) every lesson is merged, as before.
+    assert "theta" in summarize_experience(rows)["evaluate_formulas"]

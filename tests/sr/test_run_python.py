@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,84 @@ def test_an_agent_uses_run_python_through_the_loopback_server(dataset: Dataset, 
         assert "### run_python" in told
         answer = requests[1].body["messages"][-1]
     assert f"rows {len(dataset.y_train)}" in answer["content"]
+
+
+
+
+def _processes_naming(marker: str) -> set[int]:
+    """Live (non-zombie: their command line is readable) processes whose command line holds
+    ``marker`` (a sandbox's names its settings file, inside its scratch directory)."""
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            pids.add(int(entry))
+    return pids
+
+
+def test_code_that_leaves_the_process_group_dies_at_the_wall_clock(
+        dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # setsid() takes the code out of the process group the parent kills at the wall clock;
+    # it must die all the same (with it, everything it started in its PID namespace).
+    import tempfile
+
+    marker = str(tmp_path / "scratch-parent")
+    os.mkdir(marker)
+    monkeypatch.setattr(tempfile, "tempdir", marker)  # this test's sandboxes alone name it
+    limits = RunPythonLimits(cpu_s=5, memory_mb=256, wall_s=4, file_mb=1, processes=8)
+    result = run(dataset, "import os, time\nos.setsid()\ntime.sleep(600)\n", limits)
+    assert not result.ok and result.result["limit_hit"] == "wall"
+    survivors: set[int] = set()
+    for _ in range(50):  # a killed process may take a moment to be reaped
+        survivors = _processes_naming(marker)
+        if not survivors:
+            break
+        time.sleep(0.1)
+    for pid in survivors:  # leave nothing of this test behind, whatever the outcome
+        os.kill(pid, 9)
+    assert not survivors, f"the code outlived its wall clock: pids {sorted(survivors)}"
+
+def test_concurrent_calls_do_not_use_up_each_others_process_limit(dataset: Dataset) -> None:
+    # Agents of one run call run_python at once. As root every sandbox runs as the same
+    # nobody, whose processes RLIMIT_NPROC counts together: each sandbox's limit must count
+    # the others' processes as already there, or the later ones cannot even start the code.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sr_dist.sr.sandbox import run_sandboxed
+
+    limits = RunPythonLimits(cpu_s=5, memory_mb=256, wall_s=60, file_mb=1, processes=2)
+    X = np.asarray(dataset.X_train, dtype=float)
+    y = np.asarray(dataset.y_train, dtype=float)
+    code = "import time\ntime.sleep(3)\nprint('done')\n"
+    with ThreadPoolExecutor(6) as pool:
+        runs = list(pool.map(lambda _: run_sandboxed(code, X, y, dataset.feature_names, "y", limits),
+                             range(6)))
+    assert [r.stdout.strip() for r in runs] == ["done"] * 6, [r.stderr for r in runs if not r.ok]
+
+
+def test_a_unix_socket_outside_the_sandbox_cannot_be_reached(dataset: Dataset, tmp_path: Path) -> None:
+    # A network namespace does not cover Unix sockets named by a path (a D-Bus bus, a
+    # daemon's control socket): one that every user may write must stay out of reach too.
+    folder = tmp_path / "sockets"
+    folder.mkdir()
+    folder.chmod(0o755)
+    path = folder / "open.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        path.chmod(0o777)
+        listener.listen(1)
+        listener.setblocking(False)
+        code = (f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({str(path)!r})\n"
+                "s.sendall(b'hi')\nprint('connected')\n")
+        result = run(dataset, code)
+        assert not result.ok and "connected" not in result.result["stdout"]
+        assert "PermissionError" in result.result["stderr"]
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing ever reached it
+    assert result.result["isolation"]["unix_sockets"] == "ok"
+    assert run(dataset, "import socket\na, b = socket.socketpair()\na.sendall(b'x')\nprint(b.recv(1))\n").ok
