@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hydra import compose, initialize_config_module
 
 from sr_dist.results import duckdb_connection
 from sr_dist.search import run_search
+from tests.reliability.runs import compose_cfg as _cfg
 
 pytestmark = [
     pytest.mark.slow,
@@ -19,16 +18,11 @@ pytestmark = [
 ]
 
 
-def _cfg(results: Path, *overrides: str) -> Any:
-    with initialize_config_module("sr_dist.conf", version_base="1.3"):
-        return compose("config", overrides=[f"results.path={results}", *overrides])
-
-
 def test_loss_and_metrics_reach_the_candidate_columns(ray_cluster: None, tmp_path: Path) -> None:
     summary = run_search(
         # One constant bucket keeps the compiles of this loss (and the metrics' predictions)
         # to a few.
-        _cfg(tmp_path, "dataset.source=feynman:I.6.2", "dataset.n=600", "search.agents=1",
+        _cfg(tmp_path, "dataset.n=600", "search.agents=1",
              "search.max_candidates=30", "+evaluator.const_buckets=[4]", "search.max_seconds=120", "search.target_nmse=null",
              "evaluator.loss=huber", "evaluator.huber_delta=0.05",
              "search.metrics=[r2,mae,spearman_r]", "search.rank_by=spearman_r",
