@@ -7,10 +7,12 @@ candidates, the documented selection rule (``docs/results.md``), as ``bench/peer
 never the lowest test NMSE found anywhere in the search.
 
 Exact means: the answer, its fitted constants snapped to closed forms, is symbolically equal to
-the truth (``sr_dist.sr.evolve.recovery.exact_recovery``, tried only when the answer's test
-NMSE is below :func:`near_nmse`, as in ``bench/peers.py``), or, where sympy cannot decide
-within :data:`CHECK_S` seconds, the answer's NMSE on fresh noise-free points is below
-:data:`FRESH_EXACT_NMSE`.
+the truth (``sr_dist.sr.evolve.recovery.recovery_verdict``, tried only when the answer's test
+NMSE is below :func:`near_nmse`, as in ``bench/peers.py``), or, where sympy cannot decide (it
+can neither prove nor refute the equality, or runs out of :data:`CHECK_S` seconds), the
+answer's NMSE on fresh noise-free points of the problem's domain is below
+:data:`FRESH_EXACT_NMSE`. Why the domain decides there: ``sqrt((c + v)/(c - v))`` equals
+``(1 + v/c)/sqrt(1 - v**2/c**2)`` only where ``v < c``, which the data has and sympy is not told.
 
 Every run goes into a worker process (:func:`run_worker`) with a hard time limit; results are
 :class:`Outcome` values kept in a JSON file that a later invocation resumes from.
@@ -185,9 +187,10 @@ class _CheckTimeout(BaseException):
 
 def exact_within(seconds: float, formula: str, constants: Mapping[str, float], truth: str,
                  variables: Sequence[str], rel_tol: float) -> bool | None:
-    """``exact_recovery`` with a deadline: True/False, or None when sympy did not decide in
-    time. Uses SIGALRM, so it must run in the main thread (each worker judges one cell)."""
-    from sr_dist.sr.evolve.recovery import exact_recovery
+    """``recovery_verdict`` with a deadline: True/False, or None when sympy did not decide in
+    time or cannot decide at all (it can neither prove nor refute the equality). Uses SIGALRM,
+    so it must run in the main thread (each worker judges one cell)."""
+    from sr_dist.sr.evolve.recovery import recovery_verdict
 
     def _expire(signum: int, frame: Any) -> None:
         raise _CheckTimeout
@@ -195,8 +198,8 @@ def exact_within(seconds: float, formula: str, constants: Mapping[str, float], t
     previous = signal.signal(signal.SIGALRM, _expire)
     try:  # the timer starts inside the try: a very short deadline must still be caught
         signal.setitimer(signal.ITIMER_REAL, seconds)
-        return exact_recovery(formula, dict(constants), truth, tuple(variables),
-                              rel_tol=rel_tol)
+        return recovery_verdict(formula, dict(constants), truth, tuple(variables),
+                                rel_tol=rel_tol)
     except _CheckTimeout:
         return None
     finally:
@@ -240,7 +243,7 @@ def judge(formula: str, constants: Mapping[str, float], truth: str, variables: S
                        None)
     fresh_nmse = nmse(fresh[1], _predict(formula, constants, fresh[0], variables))
     exact = fresh_nmse < FRESH_EXACT_NMSE
-    return Verdict(exact, f"sympy undecided after {check_s:g} s; fresh-points NMSE "
+    return Verdict(exact, f"sympy undecided (or out of its {check_s:g} s); fresh-points NMSE "
                           f"{fresh_nmse:.2e} {'<' if exact else '>='} {FRESH_EXACT_NMSE:g}",
                    test_nmse, fresh_nmse)
 

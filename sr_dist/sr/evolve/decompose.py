@@ -68,6 +68,12 @@ __all__ = [
 TOLERANCE = 2e-3
 #: The unrestricted model may be at most this many times better than the restricted one.
 RATIO = 4.0
+#: Held-out relative RMS below which the unrestricted surrogate is good enough for a symmetry
+#: to be judged against it rather than against ``TOLERANCE``.
+COARSE = 0.1
+#: How much worse than the unrestricted surrogate the restricted one may be there (it has the
+#: same degree in one variable fewer, so fewer terms).
+COARSE_RATIO = 2.0
 #: Candidates kept per (sub)problem.
 KEEP = 4
 #: Pair combinations the symmetry test tries, and how each is computed.
@@ -192,7 +198,8 @@ def multiplicative_test(X: np.ndarray, t: np.ndarray, group_a: Sequence[int], gr
 
 
 def symmetry_test(X: np.ndarray, t: np.ndarray, i: int, j: int, kind: str,
-                  tolerance: float = TOLERANCE, unrestricted: float | None = None) -> StructureTest:
+                  tolerance: float = TOLERANCE, unrestricted: float | None = None,
+                  log_done: bool = False) -> StructureTest:
     """Does the pair ``(x_i, x_j)`` enter ``t`` only through ``u = kind(x_i, x_j)``? The restricted
     model sees ``(u, others)``, the unrestricted one all the variables at the same degree
     (``unrestricted``: its error, when the caller has it already)."""
@@ -207,7 +214,18 @@ def symmetry_test(X: np.ndarray, t: np.ndarray, i: int, j: int, kind: str,
     restricted = _held_out(features([u, *others], d), t)
     if unrestricted is None:
         unrestricted = _held_out(features([X[:, k] for k in range(X.shape[1])], d), t)
-    return _verdict(restricted, unrestricted, tolerance)
+    verdict = _verdict(restricted, unrestricted, tolerance)
+    if not verdict.accepted and restricted <= COARSE_RATIO * unrestricted and unrestricted < COARSE:
+        # The surrogate is too coarse for the absolute test, but one variable fewer fits the
+        # held-out rows about as well as all of them (a pair that matters beyond u loses most
+        # of the fit: ten times and more in the tests): nothing was lost by the restriction.
+        return StructureTest(restricted, unrestricted, True)
+    log_t = None if verdict.accepted or log_done else _log_target(t)
+    if log_t is not None:
+        # The same question of log|t| (a pair enters t only through u iff it enters log|t| so),
+        # which a polynomial surrogate often fits far better (a bump, a power law).
+        return symmetry_test(X, log_t, i, j, kind, tolerance, log_done=True)
+    return verdict
 
 
 def find_symmetries(X: np.ndarray, t: np.ndarray, max_vars: int = 4) -> list[tuple[int, int, str, StructureTest]]:
@@ -216,13 +234,17 @@ def find_symmetries(X: np.ndarray, t: np.ndarray, max_vars: int = 4) -> list[tup
     if X.shape[1] < 2 or X.shape[1] > max_vars or not np.all(np.isfinite(t)) or np.std(t) == 0:
         return []
     d = _degree(X.shape[1] - 1)
-    unrestricted = _held_out(features([X[:, k] for k in range(X.shape[1])], d), t)
+    log_t = _log_target(t)
+    targets = [t] if log_t is None else [t, log_t]
+    free = [_held_out(features([X[:, k] for k in range(X.shape[1])], d), z) for z in targets]
     found = []
     for i, j in itertools.combinations(range(X.shape[1]), 2):
         for kind in SYMMETRIES:
-            test = symmetry_test(X, t, i, j, kind, unrestricted=unrestricted)
-            if test.accepted:
-                found.append((i, j, kind, test))
+            for z, unrestricted in zip(targets, free, strict=True):
+                test = symmetry_test(X, z, i, j, kind, unrestricted=unrestricted, log_done=True)
+                if test.accepted:
+                    found.append((i, j, kind, test))
+                    break
     return sorted(found, key=lambda f: f[3].restricted)
 
 
@@ -594,7 +616,49 @@ def solve(names: Sequence[str], X: np.ndarray, t: np.ndarray, depth: int = 3,
         expr = binary(kind, var(p.names[i]), var(p.names[j]))
         for c in solve(reduced_names, reduced, p.t, depth - 1, free_offset, budget=budget):
             cands.append(Candidate(substitute(c.tree, name, expr), c.pred, c.error, c.scaled))
+    if n <= CHANGE_VARS and not any(c.error < 1e-9 for c in cands):
+        cands += _changed_variables(p, depth, budget)
     return _best(cands)
+
+
+#: Most variables for which the changes of variable are tried (each ordered pair and kind is a
+#: few additive tests: 20 tests for two variables, 180 for three).
+CHANGE_VARS = 3
+#: The new variable that replaces ``x_j`` beside the kept ``x_i``: (operation, operands swapped),
+#: ``x_j - x_i``, ``x_j + x_i``, ``x_j * x_i``, ``x_j / x_i``, ``x_i / x_j``.
+CHANGES: tuple[tuple[str, bool], ...] = (("sub", True), ("add", True), ("mul", True), ("div", True), ("div", False))
+
+
+def _changed_variables(p: _Problem, depth: int, budget: Budget) -> list[Candidate]:
+    """Splits after a change of variable: keep ``x_i``, replace ``x_j`` by ``u = kind(x_i, x_j)``
+    and test ``t`` and ``log|t|`` for a split with ``x_i`` and ``u`` on different sides. What a
+    symmetry cannot see: ``exp(-(x/y)**2/2)/y`` depends on ``y`` beyond ``x/y``, but it is
+    ``h(y) * g(x/y)``; ``(t - u*x)/sqrt(1 - u**2)`` is ``(t/x - u) * h(u)`` in ``(u, t/x - u)``."""
+    out: list[Candidate] = []
+    n = p.X.shape[1]
+    log_t = _log_target(p.t)
+    targets = [("id", p.t)] + ([("log", log_t)] if log_t is not None else [])
+    name = f"_w{depth}"
+    for i, j in itertools.permutations(range(n), 2):
+        for kind, swap in CHANGES:
+            a, b = (j, i) if swap else (i, j)
+            with np.errstate(all="ignore"):
+                u = SYMMETRIES[kind](p.X[:, a], p.X[:, b])
+            if not np.all(np.isfinite(u)) or np.std(u) == 0:
+                continue
+            X = p.X.copy()
+            X[:, j] = u
+            names = tuple(name if k == j else p.names[k] for k in range(n))
+            expr = binary(kind, var(p.names[a]), var(p.names[b]))
+            for target_kind, z in targets:
+                split = best_split(X, z)
+                if split is None or (i in split[0]) == (j in split[0]):
+                    continue
+                comp_a, comp_b = _components(X, z, split[0], split[1])
+                changed = _Problem(names, X, p.t)
+                for c in _solve_parts(changed, split[0], split[1], comp_a, comp_b, target_kind == "log", depth, budget):
+                    out.append(Candidate(substitute(c.tree, name, expr), c.pred, c.error, c.scaled))
+    return out
 
 
 def _variable_led(p: _Problem, rows: int = 200) -> list[Candidate]:

@@ -25,6 +25,8 @@ import numpy as np
 from sr_dist.formula import Node
 from sr_dist.formula.exponents import integer_direction, rref
 from sr_dist.formula.tree import replace_leaves
+from sr_dist.sr.evolve.decompose import decomposition_seeds
+from sr_dist.sr.evolve.rational import rational_seeds
 from sr_dist.sr.evolve.seeding import (
     Sample,
     _basis,
@@ -33,6 +35,7 @@ from sr_dist.sr.evolve.seeding import (
     _fit_error,
     _interleave,
     _monomial,
+    _pursuit,
     _sparse_candidates,
     power_law,
 )
@@ -182,7 +185,7 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
     left = np.maximum(float(t @ t) - b[:, None] ** 2 - gain, 0.0)
     err = np.sqrt(left / n) / norm
     order = np.argsort(err, axis=None)[:RATIONAL_PAIRS]
-    found: list[tuple[float, Node]] = []
+    supports: dict[tuple[int, ...], float] = {}
     for flat in order:
         j, k = divmod(int(flat), err.shape[1])
         support: tuple[int, ...] = (n_num + j, k)
@@ -194,12 +197,40 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
             support = (*support, picks[0])
             pair_err, _ = _fit_error(Z, t, support, norm)
         if pair_err < 1e-7:
-            top = [basis.terms[int(low[m])] for m in support if m < n_num]
-            numerator = total([binary("mul", const(), term) for term in top] + [const()])
-            denominator = binary("add", num(1.0), _cx(basis.terms[int(den[j])]))
-            found.append((pair_err, binary("div", numerator, denominator)))
+            supports[support] = pair_err
+    if not supports:
+        supports = _numerators_per_denominator(numerators, U, t, Z, n_num, norm)
+    found: list[tuple[float, Node]] = []
+    for support, pair_err in supports.items():
+        j = next(m for m in support if m >= n_num) - n_num
+        top = [basis.terms[int(low[m])] for m in support if m < n_num]
+        numerator = total([binary("mul", const(), term) for term in top] + [const()])
+        denominator = binary("add", num(1.0), _cx(basis.terms[int(den[j])]))
+        found.append((pair_err, binary("div", numerator, denominator)))
     found.sort(key=lambda et: et[0])
     return [tree for _, tree in found[:4]]
+
+
+def _numerators_per_denominator(numerators: np.ndarray, U: np.ndarray, t: np.ndarray, Z: np.ndarray,
+                                n_num: int, norm: float) -> dict[tuple[int, ...], float]:
+    """For every denominator term on its own, the numerator of up to three terms found by
+    forward selection on what that term leaves (``(a + b)/(1 + a*b)`` needs three, and no
+    pair of it ranks among the best pairs over all denominators). Exact supports only."""
+    out: dict[tuple[int, ...], float] = {}
+    for j in range(U.shape[1]):
+        u = U[:, j]
+        r = t - u * (u @ t)
+        rest = float(np.sqrt(np.mean(r**2)))
+        if rest < 1e-7 * norm:
+            continue
+        projected = numerators - np.outer(u, u @ numerators)
+        for picks, _ in sorted(_pursuit(projected, r, 3, 2, 3).items(), key=lambda kv: kv[1]):
+            support = (n_num + j, *picks)
+            exact, _ = _fit_error(Z, t, support, norm)
+            if exact < 1e-7:
+                out[support] = exact
+            break
+    return out
 
 
 def _monomial_of(exponents: Mapping[str, Fraction], with_const: bool) -> Node:
@@ -207,6 +238,8 @@ def _monomial_of(exponents: Mapping[str, Fraction], with_const: bool) -> Node:
 
 
 #: Shapes of one π group ``a``; every constant sits where a number would (all dimensionless).
+#: The first ones carry their own scale (``c + c*a``); the rest get one in front
+#: (:data:`UNSCALED_PI_SHAPES`): ``1/(exp(c*a) - 1)`` alone cannot fit Planck's ``1/(2*pi**3)``.
 PI_SHAPES: tuple[Callable[[Node], Node], ...] = (
     lambda a: binary("add", const(), _cx(a)),
     lambda a: binary("div", num(1.0), binary("add", const(), _cx(a))),
@@ -214,6 +247,8 @@ PI_SHAPES: tuple[Callable[[Node], Node], ...] = (
     lambda a: unary("sqrt", binary("add", const(), _cx(binary("pow", a, num(2.0))))),
     lambda a: binary("add", const(), _cx(binary("pow", a, num(2.0)))),
     lambda a: binary("div", num(1.0), binary("add", const(), _cx(binary("pow", a, num(2.0))))),
+)
+UNSCALED_PI_SHAPES: tuple[Callable[[Node], Node], ...] = (
     lambda a: unary("exp", _cx(a)),
     lambda a: unary("exp", _cx(binary("pow", a, num(2.0)))),
     lambda a: unary("sin", _cx(a)),
@@ -247,11 +282,13 @@ def pi_library(variables: Sequence[str], units: Mapping[str, Sequence[Fraction]]
     plain = [_monomial_of(p, with_const=True) for p in prefactors]
     for p in prefactors[:2]:
         outer = _monomial_of(p, with_const=False)
+        scaled = _monomial_of(p, with_const=True)
         for g in basis.groups[:MAX_GROUPS]:
             # The group and its inverse (a group is only defined up to its power).
             for group in (_monomial_of(g, with_const=False),
                           _monomial_of({k: -v for k, v in g.items()}, with_const=False)):
                 shaped += [binary("mul", outer, shape(group)) for shape in PI_SHAPES]
+                shaped += [binary("mul", scaled, shape(group)) for shape in UNSCALED_PI_SHAPES]
     if sample is not None and 0 < len(basis.groups) <= MAX_SPARSE_GROUPS:
         # The data's prefactor and the plain one: a law such as a weighted mean is a ratio of
         # sums only over the plain prefactor (the second only with few groups: time).
@@ -287,6 +324,13 @@ def _group_sums(variables: Sequence[str], basis: DimensionalBasis, prefactor: Ma
                                       max_basis=PI_BASIS)
     if len(names) <= MAX_RATIONAL_GROUPS:
         exact = _rationals(pi_sample, names) + exact
+    exact = [t for _, t in rational_seeds(pi_sample.X, pi_sample.y, names)] + exact
+    if len(names) >= 2:
+        # The dimensionless problem decomposed as AI Feynman does after its dimensional
+        # analysis: a law such as (1 - pi1) / sqrt(1 - pi2**2) is a product of one-group parts.
+        found = decomposition_seeds(pi_sample, names)
+        exact = [t for err, t in found if err < 1e-6] + exact
+        loose = loose + [t for err, t in found if err >= 1e-6]
     placeholders = dict(zip(names, group_nodes, strict=True))
     outer = _monomial_of(prefactor, with_const=False)
 

@@ -96,7 +96,8 @@ class EvolveModel:
         rng = np.random.default_rng([self._seed(context), history.calls])
         can_submit = available is None or SUBMIT_TOOL in available
         units = units_from_info(context.info, variables)
-        proposal = propose(history, variables, self._library(variables, sample, units), self.config, rng, can_submit)
+        library = _share(self._library(variables, sample, units), _agent_id(context), self.config.batch_size)
+        proposal = propose(history, variables, library, self.config, rng, can_submit)
         return self._respond(proposal, history)
 
     async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
@@ -153,6 +154,29 @@ class EvolveModel:
         payload = json.dumps(arguments)
         call = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": payload}}
         return ModelResponse(text=text, tool_calls=(call,), usage=Usage(), finish_reason="tool_calls")
+
+
+#: Where agent ``k`` starts in the library after its common head: ``k`` times the golden
+#: ratio's fraction of its length (any number of agents spreads out without being told it).
+_GOLDEN = 0.6180339887498949
+
+
+def _agent_id(context: Context) -> int:
+    value = context.info.get("agent_id", 0) if isinstance(context.info, Mapping) else 0
+    return int(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _share(library: tuple[Node, ...], agent_id: int, batch_size: int) -> tuple[Node, ...]:
+    """The library in the order agent ``agent_id`` takes it: every agent starts with the same
+    half batch (the near-exact seeds, worth fitting twice rather than late), then agent 0 goes
+    on in order and agent ``k`` from ``k * 0.618`` of the way along, wrapping round, so two
+    agents cover a long library in half the time instead of fitting the same entries twice."""
+    head = max(1, batch_size // 2)
+    tail = library[head:]
+    if agent_id == 0 or len(tail) < 2:
+        return library
+    offset = int(len(tail) * ((agent_id * _GOLDEN) % 1.0))
+    return library[:head] + tail[offset:] + tail[:offset]
 
 
 def build_evolve(cfg: Mapping[str, Any] | Any) -> EvolveModel:

@@ -18,7 +18,7 @@ from sr_dist.formula import Formula, FormulaError, parse_formula
 if TYPE_CHECKING:
     import sympy
 
-__all__ = ["exact_recovery", "snap_constant"]
+__all__ = ["exact_recovery", "recovery_verdict", "snap_constant"]
 
 _PI_POWERS = (0, 1, -1, 2, -2, 3, -3)
 
@@ -64,7 +64,10 @@ def _positive(expr: sympy.Expr, variables: Sequence[str]) -> sympy.Expr:
     return expr.xreplace(swap)
 
 
-def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
+def _same(a: sympy.Expr, b: sympy.Expr) -> bool | None:
+    """True when sympy proves ``a == b``; False when it shows they differ (``equals`` finds
+    them apart); None when it can do neither (``sqrt((c + v)/(c - v))`` against
+    ``(1 + v/c)/sqrt(1 - v**2/c**2)``: equal only where ``v < c``, which sympy is not told)."""
     import sympy
 
     diff = a - b
@@ -73,7 +76,8 @@ def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
             return True
         if b != 0 and sympy.simplify(a / b) == 1:
             return True
-        return bool(diff.equals(0))
+        verdict = diff.equals(0)
+        return None if verdict is None else bool(verdict)
     except (TypeError, ValueError, ZeroDivisionError, RecursionError, AttributeError):
         return False
 
@@ -85,12 +89,27 @@ def exact_recovery(
     variables: Sequence[str],
     rel_tol: float = 2e-6,
 ) -> bool:
-    """True when ``candidate`` with its fitted ``constants`` snapped to closed forms equals the truth.
+    """True when ``candidate`` with its fitted ``constants`` snapped to closed forms is proved
+    equal to the truth (:func:`recovery_verdict` is True).
 
     A constant that matches no closed form stays a symbol: the candidate then only counts if
     that constant does not matter (it multiplies a term whose other constant snapped to 0).
     Never raises for bad input: a formula that does not parse or a sympy failure gives False.
     """
+    return recovery_verdict(candidate, constants, truth_text, variables, rel_tol) is True
+
+
+def recovery_verdict(
+    candidate: str | Formula,
+    constants: Mapping[str, float],
+    truth_text: str,
+    variables: Sequence[str],
+    rel_tol: float = 2e-6,
+) -> bool | None:
+    """:func:`exact_recovery` with the third answer: True when sympy proves the snapped
+    candidate equal to the truth, False when it shows them different (or the candidate cannot
+    be read, or a constant matches no closed form and matters), None when sympy can neither
+    prove nor refute it; the benchmarks then decide on fresh points of the problem's domain."""
     try:
         formula = candidate if isinstance(candidate, Formula) else parse_formula(candidate, variables)
         truth = parse_formula(truth_text, variables)
@@ -117,12 +136,15 @@ def exact_recovery(
     first = _positive(cand.xreplace(snapped), variables)
     if first.has(sympy.Float):
         first = sympy.nsimplify(first, rational=False)
-    if _same(first, target):
+    first_verdict = _same(first, target)
+    if first_verdict:
         return True
+    # Undecided only when every constant snapped: a free symbol left over is a real difference.
+    undecided = first_verdict is None and not first.free_symbols - target.free_symbols
     # B: over-parametrised candidates (c0*(x + c1*x*y) with c0*c1 = 1): substitute the floats,
     # expand, and snap the coefficients of the expanded form instead.
     if len(floats) < len(formula.constants):
-        return False
+        return None if undecided else False
     try:
         expanded = sympy.expand(_positive(cand.xreplace(floats), variables))
         closed_forms = {}
@@ -130,6 +152,12 @@ def exact_recovery(
             closed = snap_constant(float(atom), rel_tol)
             if closed is not None:
                 closed_forms[atom] = closed
-        return _same(expanded.xreplace(closed_forms), target)
+        second = expanded.xreplace(closed_forms)
+        second_verdict = _same(second, target)
     except (TypeError, ValueError, RecursionError):
-        return False
+        second_verdict = False
+    if second_verdict:
+        return True
+    if second_verdict is None and not second.has(sympy.Float):
+        undecided = True
+    return None if undecided else False

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sr_dist.formula import Node
+from sr_dist.sr.evolve.rational import rational_seeds
 from sr_dist.sr.evolve.tree import binary, const, num, product, total, unary, var
 
 __all__ = ["Sample", "PowerLaw", "sample_from_info", "power_law", "seed_library", "sparse_sums", "decomposition_first"]
@@ -553,6 +554,8 @@ def _sparse_candidates(
             body = binary("div", num(1.0), body)
         elif transform == "sq":
             body = unary("sqrt", body)
+        elif transform in ("sin", "tan"):
+            body = unary("arc" + transform, body)
         tree = body if outer is None else binary("mul", outer, body)
         if math.isfinite(err):
             (exact if err < 1e-6 else loose).append((err, tree))
@@ -566,6 +569,9 @@ def _sparse_candidates(
             transforms = [("id", z), ("inv", 1 / z)]
             if np.all(z > 0):
                 transforms.append(("sq", z**2))
+            if not outer_exps and np.max(np.abs(z)) < np.pi / 2:
+                # An angle: the law may be arcsin or arctan of a sum (Snell's law, diffraction).
+                transforms += [("sin", np.sin(z)), ("tan", np.tan(z))]
         # The sum carries its own constants, so the power-law part has none.
         outer = _monomial(outer_exps, with_const=False) if outer_exps else None
         names = [v for v in variables if v not in outer_exps]
@@ -578,7 +584,12 @@ def _sparse_candidates(
             for err, terms in sparse_sums(basis, target)[:4]:
                 body = total([binary("mul", const(), t) for t in terms] + [const()])
                 keep(err, body, outer, transform)
-            if transform == "inv" or (rank > 0 and outer_exps):
+            if transform in ("id", "sq"):
+                # Ratios of polynomials in one joint solve (the inverse is the same ratio).
+                columns = sample.X[:, [index[v] for v in names]]
+                for err, body in rational_seeds(columns, target, names):
+                    keep(err, body, outer, transform)
+            if transform not in ("id", "sq") or (rank > 0 and outer_exps):
                 continue
             # Ratios of sums with a denominator 1 + ... .
             for err, body in _rational(basis, target, np.ones(len(target)), num(1.0))[:2]:

@@ -1,0 +1,158 @@
+"""Rational functions found in one linear solve: ``y = P(x) / Q(x)`` with polynomial ``P``, ``Q``.
+
+On exact data ``P(x) - y*Q(x) = 0`` at every row, so the coefficients of ``P`` and ``Q`` over
+all monomials up to a degree are a null vector of the matrix ``[M_P, -y*M_Q]`` (the
+linearised rational fit of Levy, 1959, in its homogeneous form: no coefficient is fixed, so a
+denominator without a constant term, ``c**2 + u*v``, is found as easily as ``1 + a*b``). The
+smallest right singular vector gives it; backward elimination then drops every monomial whose
+removal keeps the ratio exact on the rows, so the answer is the sparse law, not a dense
+polynomial pair. A greedy pursuit over numerator terms misses ``(a + b)/(1 + a*b)`` (one
+term at a time, ``a*b`` explains more than ``a`` or ``b``); the joint solve does not.
+
+Refused: a fit whose denominator changes sign or nearly vanishes on the rows (a pole, or a
+removable one such as ``(x**2 - y**2)/(x - y)``), and a denominator that is a constant (a
+polynomial: the sparse sums have it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from sr_dist.formula import Node
+from sr_dist.sr.evolve.tree import binary, const, num, product, total, var
+
+__all__ = ["monomials", "rational_seeds"]
+
+#: Relative RMS error on the rows below which a ratio counts as exact.
+EXACT = 1e-7
+#: Rows used (the solve is dense: rows x (terms of P + terms of Q)).
+ROWS = 256
+#: Most variables, and the degrees of P and Q tried, fewest unknowns first.
+MAX_VARS = 4
+DEGREES: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2), (2, 2), (3, 2), (2, 3))
+#: Most unknowns in one solve (4 variables at degrees (3, 2): 35 + 15).
+MAX_UNKNOWNS = 50
+
+
+def monomials(n_vars: int, degree: int) -> list[tuple[int, ...]]:
+    """Exponent tuples of every monomial of total degree at most ``degree``, lowest first."""
+    out = [e for d in range(degree + 1)
+           for e in itertools.product(range(d + 1), repeat=n_vars) if sum(e) == d]
+    return out
+
+
+def _values(X: np.ndarray, exps: Sequence[tuple[int, ...]]) -> np.ndarray:
+    return np.column_stack([np.prod(X ** np.array(e, dtype=float), axis=1) for e in exps])
+
+
+def _null_fit(A: np.ndarray, scale: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Unit-norm coefficients (on the unscaled columns) of the best null vector of the active
+    columns; zeros elsewhere."""
+    _, _, vt = np.linalg.svd(A[:, active] / scale[active], full_matrices=False)
+    coef = np.zeros(A.shape[1])
+    coef[active] = vt[-1] / scale[active]
+    return coef
+
+
+def _ratio_error(P: np.ndarray, Q: np.ndarray, y: np.ndarray, coef: np.ndarray) -> float:
+    k = P.shape[1]
+    num_v = P @ coef[:k]
+    den_v = Q @ coef[k:]
+    scale = float(np.max(np.abs(den_v))) if den_v.size else 0.0
+    # A pole or a near-vanishing denominator on the rows is no law.
+    if scale == 0 or np.min(den_v) * np.max(den_v) <= 0 or np.min(np.abs(den_v)) < 1e-6 * scale:
+        return np.inf
+    with np.errstate(all="ignore"):
+        r = num_v / den_v - y
+    norm = float(np.sqrt(np.mean((y - y.mean()) ** 2))) or 1.0
+    err = float(np.sqrt(np.mean(r**2)) / norm)
+    return err if np.isfinite(err) else np.inf
+
+
+def _prune(A: np.ndarray, P: np.ndarray, Q: np.ndarray, y: np.ndarray, scale: np.ndarray) -> np.ndarray | None:
+    """Backward elimination from every column: drop the column whose removal keeps the ratio
+    exact with the smallest error, until none can go. None when even the full fit is not exact."""
+    k = P.shape[1]
+    active = np.ones(A.shape[1], dtype=bool)
+    coef = _null_fit(A, scale, active)
+    if _ratio_error(P, Q, y, coef) >= EXACT:
+        return None
+    while True:
+        best: tuple[float, int, np.ndarray] | None = None
+        # Try the columns with the smallest scaled coefficients first; the first few suffice.
+        weights = np.abs(coef) * scale
+        order = [i for i in np.argsort(weights) if active[i]]
+        for i in order[:8]:
+            trial = active.copy()
+            trial[i] = False
+            if not trial[:k].any() or not trial[k:].any():
+                continue
+            c = _null_fit(A, scale, trial)
+            err = _ratio_error(P, Q, y, c)
+            if err < EXACT and (best is None or err < best[0]):
+                best = (err, int(i), c)
+        if best is None:
+            return coef
+        active[best[1]] = False
+        coef = best[2]
+
+
+def _poly(names: Sequence[str], exps: Sequence[tuple[int, ...]], lead: int | None) -> Node:
+    """``sum(c*m)`` over the monomials; the ``lead`` one (if any) without its constant."""
+    terms = []
+    for i, e in enumerate(exps):
+        factors = [var(n) if p == 1 else binary("pow", var(n), num(float(p)))
+                   for n, p in zip(names, e, strict=True) if p]
+        mono = product(factors) if factors else None
+        if i == lead:
+            terms.append(mono if mono is not None else num(1.0))
+        else:
+            terms.append(const() if mono is None else binary("mul", const(), mono))
+    return total(terms)
+
+
+def rational_seeds(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> list[tuple[float, Node]]:
+    """``(relative error on the rows, P/Q)`` for the sparse exact ratios of polynomials in the
+    columns ``names`` of ``X`` (see the module docstring), at the lowest degrees that fit. Empty when there are more than ``MAX_VARS`` variables."""
+    X = np.asarray(X, dtype=float)[:ROWS]
+    y = np.asarray(y, dtype=float)[:ROWS]
+    n_vars = X.shape[1]
+    if n_vars == 0 or n_vars > MAX_VARS or len(y) < 16 or not np.all(np.isfinite(X)) \
+            or not np.all(np.isfinite(y)) or np.std(y) == 0:
+        return []
+    out: list[tuple[float, Node]] = []
+    seen: set[tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]] = set()
+    for dp, dq in DEGREES:
+        num_exps, den_exps = monomials(n_vars, dp), monomials(n_vars, dq)
+        if len(num_exps) + len(den_exps) > min(MAX_UNKNOWNS, len(y) // 2):
+            continue
+        with np.errstate(all="ignore"):
+            P, Q = _values(X, num_exps), _values(X, den_exps)
+            A = np.column_stack([P, -y[:, None] * Q])
+        if not np.all(np.isfinite(A)):
+            continue
+        scale = np.linalg.norm(A, axis=0)
+        scale[scale == 0] = 1.0
+        coef = _prune(A, P, Q, y, scale)
+        if coef is None:
+            continue
+        k = len(num_exps)
+        top = [e for e, c in zip(num_exps, coef[:k], strict=True) if c != 0]
+        bottom_c = [(e, c) for e, c in zip(den_exps, coef[k:], strict=True) if c != 0]
+        if all(sum(e) == 0 for e, _ in bottom_c):
+            continue  # a polynomial
+        key = (tuple(top), tuple(e for e, _ in bottom_c))
+        if key in seen:
+            continue
+        seen.add(key)
+        # The denominator's largest term (on the rows) leads without a constant: the ratio's
+        # scale is the numerator's.
+        Qv = _values(X, [e for e, _ in bottom_c]) * np.array([c for _, c in bottom_c])
+        lead = int(np.argmax(np.mean(np.abs(Qv), axis=0)))
+        tree = binary("div", _poly(names, top, None), _poly(names, [e for e, _ in bottom_c], lead))
+        out.append((_ratio_error(P, Q, y, coef), tree))
+        break  # the lowest degrees that fit: higher ones only add common factors
+    return out

@@ -1,0 +1,96 @@
+"""Ratios of polynomials in one homogeneous solve (``sr_dist.sr.evolve.rational``): the sparse
+law comes back, with its constants fitted it is exact on fresh points, and what is no ratio, a
+ratio with a pole on the rows, or a plain polynomial gives nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy.optimize import least_squares  # type: ignore[import-untyped]
+
+from sr_dist.formula import Node
+from sr_dist.sr.evolve.decompose import evaluate
+from sr_dist.sr.evolve.rational import monomials, rational_seeds
+from sr_dist.sr.evolve.tree import count_constants, render
+
+Fn = Callable[[np.ndarray], np.ndarray]
+NAMES = ("a", "b", "c")
+
+
+def _X(rows: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(0.5, 5.0, size=(rows, 3))
+
+
+def _fresh_nmse(tree: Node, fn: Fn) -> float:
+    """Constants fitted on one sample, scored on another: the float64 floor means the law."""
+    X, fresh = _X(300, 0), _X(500, 7)
+    y = fn(X)
+    k = count_constants(tree)
+    fit = least_squares(lambda c: evaluate(tree, NAMES, X, c) - y, np.ones(k), method="lm", max_nfev=4000)
+    truth = fn(fresh)
+    return float(np.mean((evaluate(tree, NAMES, fresh, fit.x) - truth) ** 2) / np.var(truth))
+
+
+RATIOS: list[tuple[str, Fn, int]] = [
+    # label, law, most terms P and Q may keep between them
+    ("(a + b)/(1 + a*b)", lambda X: (X[:, 0] + X[:, 1]) / (1 + X[:, 0] * X[:, 1]), 4),
+    ("(a + b)/(1 + a*b/c**2)", lambda X: (X[:, 0] + X[:, 1]) / (1 + X[:, 0] * X[:, 1] / X[:, 2] ** 2), 4),
+    ("(a*b + 2.5*c)/(a + c)", lambda X: (X[:, 0] * X[:, 1] + 2.5 * X[:, 2]) / (X[:, 0] + X[:, 2]), 4),
+    ("1.3*a/(b + 0.7) + c**2", lambda X: 1.3 * X[:, 0] / (X[:, 1] + 0.7) + X[:, 2] ** 2, 5),
+]
+
+
+@pytest.mark.parametrize(("label", "fn", "terms"), RATIOS, ids=[r[0] for r in RATIOS])
+def test_the_sparse_ratio_is_found_and_fits_fresh_points_exactly(label: str, fn: Fn, terms: int) -> None:
+    X = _X(300, 0)
+    found = rational_seeds(X, fn(X), NAMES)
+    assert len(found) == 1, label
+    err, tree = found[0]
+    assert err < 1e-9, (label, render(tree))
+    # Sparse: the pruning kept only what the law needs (one constant per term, the leading
+    # denominator term has none).
+    assert count_constants(tree) <= terms, (label, render(tree))
+    assert _fresh_nmse(tree, fn) < 1e-20, (label, render(tree))
+
+
+NOT_RATIOS: list[tuple[str, Fn]] = [
+    ("a*sin(b)", lambda X: X[:, 0] * np.sin(X[:, 1])),
+    ("exp(-a)*c", lambda X: np.exp(-X[:, 0]) * X[:, 2]),
+    # Exactly a ratio, but its denominator changes sign on the rows: a pole is no law.
+    ("1/(a - 2.5)", lambda X: 1 / (X[:, 0] - 2.5)),
+    # A polynomial: the sparse sums propose it; the ratio search does not.
+    ("a*b + c**2", lambda X: X[:, 0] * X[:, 1] + X[:, 2] ** 2),
+]
+
+
+@pytest.mark.parametrize(("label", "fn"), NOT_RATIOS, ids=[r[0] for r in NOT_RATIOS])
+def test_no_ratio_is_proposed_where_there_is_none(label: str, fn: Fn) -> None:
+    X = _X(300, 0)
+    assert rational_seeds(X, fn(X), NAMES) == [], label
+
+
+def test_bad_input_gives_nothing_rather_than_an_error() -> None:
+    X = _X(300, 0)
+    y = X[:, 0] / (1 + X[:, 1])
+    assert rational_seeds(X[:8], y[:8], NAMES) == []  # too few rows
+    assert rational_seeds(X, np.full(300, 2.0), NAMES) == []  # a constant target
+    bad = y.copy()
+    bad[3] = np.nan
+    assert rational_seeds(X, bad, NAMES) == []
+    wide = np.random.default_rng(1).uniform(1, 2, size=(300, 5))
+    assert rational_seeds(wide, wide[:, 0] / wide[:, 1], [f"x{i}" for i in range(5)]) == []
+
+
+def test_deterministic() -> None:
+    X = _X(300, 0)
+    y = (X[:, 0] + X[:, 1]) / (1 + X[:, 0] * X[:, 1])
+    first = [(e, render(t)) for e, t in rational_seeds(X, y, NAMES)]
+    again = [(e, render(t)) for e, t in rational_seeds(X.copy(), y.copy(), NAMES)]
+    assert first == again
+
+
+def test_monomials_are_every_exponent_tuple_up_to_the_degree() -> None:
+    assert monomials(2, 2) == [(0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0)]
+    assert len(monomials(3, 3)) == 20
