@@ -31,7 +31,7 @@ def _cfg(results: Path, *overrides: str) -> Any:
 def test_two_agents_one_evaluator(ray_cluster: None, tmp_path: Path) -> None:
     out = io.StringIO()
     summary = run_search(
-        _cfg(tmp_path, "dataset.source=feynman:I.6.2", "search.agents=2",
+        _cfg(tmp_path, "dataset.source=feynman:I.30.3", "search.agents=2",
              "search.max_candidates=300", "search.max_seconds=240", "search.target_nmse=null",
              "evaluator.max_wait_s=0.5"),
         stream=out, handle_signals=False,
