@@ -158,7 +158,7 @@ def _runs_row(results: Path) -> tuple[str, str, str, str | None, int, int]:
 
 def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(tmp_path: Path) -> None:
     """What `ray job stop`, Kubernetes and Slurm send: SIGTERM to the driver process alone."""
-    proc = _start(tmp_path, "dataset.source=feynman:I.6.2", "search.max_seconds=600",
+    proc = _start(tmp_path, "dataset.source=feynman:I.30.3", "search.max_seconds=600",
                   "search.target_nmse=null", "results.path=out")
     try:
         _wait_for_rows(proc, tmp_path / "out" / "candidates")

@@ -289,7 +289,7 @@ def test_ray_job_stop_interrupts_the_run(cluster: Cluster, tmp_path: Path) -> No
     while True:  # the head's job agent takes a moment after its dashboard answers
         submitted = _job(cluster, "submit", "--no-wait", f"--submission-id={job_id}",
                          f"--runtime-env-json={runtime}", "--", "sr-dist", "ray.address=auto",
-                         "ray.auth_mode=token", "dataset.source=feynman:I.6.2",
+                         "ray.auth_mode=token", "dataset.source=feynman:I.30.3",
                          "search.max_seconds=600", "search.target_nmse=null",
                          f"results.path={out}")
         if submitted.returncode == 0 or "No available agent" not in submitted.stderr \
@@ -341,7 +341,7 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
     driver = cluster.popen(
         [sys.executable, "-c", DRIVER, f"ray.address={cluster.address}", "ray.auth_mode=token",
          "search.agents=3",
-         "evaluator.replicas=2", "dataset.source=feynman:I.6.2", "search.max_seconds=60",
+         "evaluator.replicas=2", "dataset.source=feynman:I.30.3", "search.max_seconds=60",
          "search.target_nmse=null", "search.max_candidates=1000000", "results.flush_s=0.5",
          "search.stop_grace_s=120",  # rows_sent counts only agents that stop by themselves
          f"results.path={out}"],

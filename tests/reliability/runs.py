@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_module
 from sr_dist.results import duckdb_connection
 from sr_dist.search import RunSummary, run_search
 
-PROBLEM = "dataset.source=feynman:I.6.2"
+PROBLEM = "dataset.source=feynman:I.30.3"
 
 
 def compose_cfg(results: Path, *overrides: str) -> Any:
