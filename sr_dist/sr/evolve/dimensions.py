@@ -26,7 +26,6 @@ from sr_dist.formula import Node
 from sr_dist.formula.exponents import integer_direction, rref
 from sr_dist.formula.tree import replace_leaves
 from sr_dist.sr.evolve.decompose import decomposition_seeds
-from sr_dist.sr.evolve.rational import rational_seeds
 from sr_dist.sr.evolve.seeding import (
     Sample,
     _basis,
@@ -35,7 +34,6 @@ from sr_dist.sr.evolve.seeding import (
     _fit_error,
     _interleave,
     _monomial,
-    _pursuit,
     _sparse_candidates,
     power_law,
 )
@@ -185,7 +183,7 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
     left = np.maximum(float(t @ t) - b[:, None] ** 2 - gain, 0.0)
     err = np.sqrt(left / n) / norm
     order = np.argsort(err, axis=None)[:RATIONAL_PAIRS]
-    supports: dict[tuple[int, ...], float] = {}
+    found: list[tuple[float, Node]] = []
     for flat in order:
         j, k = divmod(int(flat), err.shape[1])
         support: tuple[int, ...] = (n_num + j, k)
@@ -197,40 +195,12 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
             support = (*support, picks[0])
             pair_err, _ = _fit_error(Z, t, support, norm)
         if pair_err < 1e-7:
-            supports[support] = pair_err
-    if not supports:
-        supports = _numerators_per_denominator(numerators, U, t, Z, n_num, norm)
-    found: list[tuple[float, Node]] = []
-    for support, pair_err in supports.items():
-        j = next(m for m in support if m >= n_num) - n_num
-        top = [basis.terms[int(low[m])] for m in support if m < n_num]
-        numerator = total([binary("mul", const(), term) for term in top] + [const()])
-        denominator = binary("add", num(1.0), _cx(basis.terms[int(den[j])]))
-        found.append((pair_err, binary("div", numerator, denominator)))
+            top = [basis.terms[int(low[m])] for m in support if m < n_num]
+            numerator = total([binary("mul", const(), term) for term in top] + [const()])
+            denominator = binary("add", num(1.0), _cx(basis.terms[int(den[j])]))
+            found.append((pair_err, binary("div", numerator, denominator)))
     found.sort(key=lambda et: et[0])
     return [tree for _, tree in found[:4]]
-
-
-def _numerators_per_denominator(numerators: np.ndarray, U: np.ndarray, t: np.ndarray, Z: np.ndarray,
-                                n_num: int, norm: float) -> dict[tuple[int, ...], float]:
-    """For every denominator term on its own, the numerator of up to three terms found by
-    forward selection on what that term leaves (``(a + b)/(1 + a*b)`` needs three, and no
-    pair of it ranks among the best pairs over all denominators). Exact supports only."""
-    out: dict[tuple[int, ...], float] = {}
-    for j in range(U.shape[1]):
-        u = U[:, j]
-        r = t - u * (u @ t)
-        rest = float(np.sqrt(np.mean(r**2)))
-        if rest < 1e-7 * norm:
-            continue
-        projected = numerators - np.outer(u, u @ numerators)
-        for picks, _ in sorted(_pursuit(projected, r, 3, 2, 3).items(), key=lambda kv: kv[1]):
-            support = (n_num + j, *picks)
-            exact, _ = _fit_error(Z, t, support, norm)
-            if exact < 1e-7:
-                out[support] = exact
-            break
-    return out
 
 
 def _monomial_of(exponents: Mapping[str, Fraction], with_const: bool) -> Node:
@@ -324,7 +294,6 @@ def _group_sums(variables: Sequence[str], basis: DimensionalBasis, prefactor: Ma
                                       max_basis=PI_BASIS)
     if len(names) <= MAX_RATIONAL_GROUPS:
         exact = _rationals(pi_sample, names) + exact
-    exact = [t for _, t in rational_seeds(pi_sample.X, pi_sample.y, names)] + exact
     if len(names) >= 2:
         # The dimensionless problem decomposed as AI Feynman does after its dimensional
         # analysis: a law such as (1 - pi1) / sqrt(1 - pi2**2) is a product of one-group parts.
