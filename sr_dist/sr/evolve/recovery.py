@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from sr_dist.formula import Formula, FormulaError, parse_formula
 
 if TYPE_CHECKING:
@@ -77,9 +79,32 @@ def _same(a: sympy.Expr, b: sympy.Expr) -> bool | None:
         if b != 0 and sympy.simplify(a / b) == 1:
             return True
         verdict = diff.equals(0)
+        if verdict is None and _apart_somewhere(a, b):
+            return False
         return None if verdict is None else bool(verdict)
     except (TypeError, ValueError, ZeroDivisionError, RecursionError, AttributeError):
         return False
+
+
+def _apart_somewhere(a: sympy.Expr, b: sympy.Expr, points: int = 12) -> bool:
+    """Whether ``a`` and ``b`` differ clearly at some point of (0.1, 3)^n where both are real
+    and finite: what ``equals`` leaves undecided is then refuted. Points where either side is
+    complex (``v > c`` under ``sqrt(1 - v**2/c**2)``) say nothing and are skipped."""
+    import sympy
+
+    symbols = sorted(a.free_symbols | b.free_symbols, key=lambda x: x.name)
+    rng = np.random.default_rng(0)
+    for _ in range(points):
+        at = {x: sympy.Float(float(v)) for x, v in zip(symbols, rng.uniform(0.1, 3.0, len(symbols)), strict=True)}
+        try:
+            va, vb = complex(a.xreplace(at).evalf()), complex(b.xreplace(at).evalf())
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+            continue
+        if abs(va.imag) > 1e-12 or abs(vb.imag) > 1e-12 or not (math.isfinite(va.real) and math.isfinite(vb.real)):
+            continue
+        if abs(va.real - vb.real) > 1e-6 * max(1.0, abs(va.real), abs(vb.real)):
+            return True
+    return False
 
 
 def exact_recovery(

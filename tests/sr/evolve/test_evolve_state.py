@@ -151,3 +151,16 @@ RECOVERY_CASES = [
 @pytest.mark.parametrize("candidate,constants,truth,variables,expected", RECOVERY_CASES)
 def test_exact_recovery(candidate: str, constants: dict, truth: str, variables: list, expected: bool) -> None:
     assert exact_recovery(candidate, constants, truth, variables) is expected
+
+
+def test_recovery_verdict_tells_undecided_from_different() -> None:
+    from sr_dist.sr.evolve.recovery import recovery_verdict
+
+    names = ["omega_0", "v", "c"]
+    truth = "(1+v/c)/sqrt(1-v**2/c**2)*omega_0"
+    # Equal only where v < c (the data's domain), which sympy is not told: undecided.
+    assert recovery_verdict("omega_0*sqrt((c0 + c1*v/c)/(1 + c2*v/c))",
+                            {"c0": 1.0, "c1": 1.0, "c2": -1.0}, truth, names) is None
+    assert recovery_verdict("c0*omega_0*(1 + v/c)/sqrt(1 - v**2/c**2)", {"c0": 1.0}, truth, names) is True
+    assert recovery_verdict("c0*omega_0*(1 + v/c)", {"c0": 1.0}, truth, names) is False
+    assert recovery_verdict("not a formula (", {}, truth, names) is False
