@@ -19,6 +19,7 @@ from sr_dist.formula import (
     iter_nodes,
     parse_formula,
 )
+from sr_dist.formula.tree import fold_tree
 
 VARS = ("x", "y", "z")
 CONSTS = ("a", "b", "k")
@@ -114,6 +115,11 @@ X = RNG.uniform(0.5, 2.0, size=(64, 3))
 CONST_VALUES = {"a": 0.7, "b": 1.3, "k": 1.9}
 
 
+def _nudge_literal(node: Node, kids: tuple[Node, ...]) -> Node:
+    value = node.value * (1 + 1e-12) if node.op == "num" and node.value is not None else node.value
+    return Node(node.op, kids, value, node.name)
+
+
 def _well_conditioned(f: Formula) -> np.ndarray:
     """Rows where a 1e-12 relative nudge of the inputs moves the value by < 1e-8 (relative).
 
@@ -121,8 +127,11 @@ def _well_conditioned(f: Formula) -> np.ndarray:
     huge power) that legitimately changes the result, so value comparisons skip those rows.
     """
     base = evaluate_numpy(f, X, VARS, CONST_VALUES)
+    # Numbers written in the tree are nudged too: sin(pi*1) is 1.2e-16 in floats and 0 to
+    # sympy, and sin(pi)**(x - y) on such a base is as ill-conditioned as any input.
+    literals = Formula.from_tree(fold_tree(f.tree, _nudge_literal), VARS)
     nudged = evaluate_numpy(
-        f, X * (1 + 1e-12), VARS, {k: v * (1 + 1e-12) for k, v in CONST_VALUES.items()})
+        literals, X * (1 + 1e-12), VARS, {k: v * (1 + 1e-12) for k, v in CONST_VALUES.items()})
     with np.errstate(all="ignore"):
         return np.abs(nudged - base) <= 1e-8 * (1 + np.abs(base))
 
