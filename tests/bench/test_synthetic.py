@@ -79,6 +79,9 @@ def _c(p: int, q: int = 10) -> Expr:
     (Expr("div", (_v(1), Expr("sub", (_v(0), _c(10))))), [(0.5, 1.5), (1, 2)], "pole in range"),
     (Expr("mul", (_v(1), Expr("log", (Expr("sub", (_v(0), _c(20))),)))), [(1, 3), (1, 2)],
      "log of a non-positive value"),
+    # Negative only in a corner of volume 2e-5 that 2,000 random rows miss: the corners decide.
+    (Expr("sqrt", (Expr("add", (Expr("add", (_v(0), _v(1))), Expr("sub", (_v(2), _c(305, 100))))),)),
+     [(1, 2), (1, 2), (1, 2)], "sqrt of a non-positive value"),
     (Expr("exp", (Expr("exp", (Expr("exp", (_v(0),)),)),)), [(2, 3)], "non-finite"),
     (Expr("div", (Expr("mul", (_v(0), _v(1))), _v(1))), [(1, 2), (1, 2)],
      "a variable barely matters"),
