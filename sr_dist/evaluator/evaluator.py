@@ -38,6 +38,7 @@ from sr_dist.evaluator.program import (
     lower_cached,
     pack_programs,
 )
+from sr_dist.evaluator.refine import needs_refit, refit_float64, split_sse
 from sr_dist.evaluator.results import FitResult, Status, failed, nmse
 from sr_dist.formula import Formula, FormulaError, parse_formula
 
@@ -175,13 +176,18 @@ class EvaluatorOptions:
     #: The metric results rank by (``search.rank_by``), stamped on every ``FitResult`` so every
     #: consumer (archive, best-so-far, listings) ranks the same way; it changes no fitted value.
     rank_by: str = "val_nmse"
+    #: Refit near-exact fits (training NMSE below ``refine.REFINE_BELOW``) in float64 on the
+    #: host and report their metrics in float64 (``method="lm"``, unweighted ``mse`` only;
+    #: refine.py says why). At most ``refine_per_call`` per ``fit_many`` call, best first.
+    refine_float64: bool = True
+    refine_per_call: int = 8
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
                 self.polish_iters, self.subsample, self.ftol,
                 self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
                 self.chunk_rows, self.layout, self.const_buckets, self.loss, self.huber_delta,
-                self.metrics)
+                self.metrics, self.refine_float64, self.refine_per_call)
 
 
 def _validate(opts: EvaluatorOptions) -> None:
@@ -299,6 +305,7 @@ class _Stats:
     batch_formulas: int = 0
     fit_s: float = 0.0
     submitted: int = 0
+    refined: int = 0
     buckets: dict[str, int] = field(default_factory=dict)
 
 
@@ -565,6 +572,7 @@ class Evaluator:
             "invalid": s.invalid,
             "errors": s.errors,
             "nonfinite": s.nonfinite,
+            "refined": s.refined,
             "batches": s.batches,
             "mean_batch_size": (s.batch_formulas / s.batches) if s.batches else 0.0,
             "fit_s": round(s.fit_s, 4),
@@ -670,6 +678,7 @@ class Evaluator:
             jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity, bucket)
 
         fresh = self._run_jobs(list(jobs.values()))
+        self._refine(fresh, {f.canonical: f for f in parsed if f is not None and f.canonical in jobs})
         if self.options.metrics:
             self._add_extra_metrics(jobs, fresh)
         for canon, entry in fresh.items():
@@ -699,6 +708,35 @@ class Evaluator:
             served.add(f.canonical)
             results[i] = self._result(f, found, cached)
         return [r for r in results if r is not None]
+
+    def _refine(self, fresh: dict[str, _Entry], formulas: Mapping[str, Formula]) -> None:
+        """Refit the best near-exact fresh fits in float64 (refine.py) and replace their
+        entries when the refit lowers the training error."""
+        opts = self.options
+        if not opts.refine_float64 or opts.method != "lm" or not self._loss.plain \
+                or self._weights is not None or opts.loss != "mse":
+            return
+        todo = sorted(((e.metrics.train_nmse or 0.0, c) for c, e in fresh.items()
+                       if e.status == "ok" and c in formulas
+                       and needs_refit(e.metrics.train_nmse, len(e.constants))))
+        ds = self.dataset
+        splits = [(ds.X_train, ds.y_train), (ds.X_val, ds.y_val), (ds.X_test, ds.y_test)]
+        for _, canon in todo[: opts.refine_per_call]:
+            entry = fresh[canon]
+            tree = formulas[canon].canonical_tree
+            try:
+                c = refit_float64(tree, self.feature_names, entry.constants, ds.X_train,
+                                  ds.y_train)
+                # No better constants: the batched fit's, with its metrics in float64.
+                c = np.asarray(entry.constants, dtype=np.float64) if c is None else c
+                sse, bad = split_sse(tree, self.feature_names, c, splits)
+            except Exception:  # noqa: BLE001 - a failed refit keeps the batched fit
+                continue
+            better = self._entry(c, sse, bad, entry.fit_s, entry.iterations)
+            old, new = entry.metrics.train_nmse, better.metrics.train_nmse
+            if better.status == "ok" and new is not None and old is not None and new < old:
+                fresh[canon] = better
+                self._stats.refined += 1
 
     def _result(self, f: Formula, entry: _Entry, cached: bool) -> FitResult:
         if entry.status == "error":
