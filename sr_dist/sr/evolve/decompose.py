@@ -57,6 +57,8 @@ __all__ = [
     "symmetry_test",
     "find_symmetries",
     "best_split",
+    "affine_test",
+    "best_affine",
     "solve",
     "decomposition_seeds",
     "substitute",
@@ -246,6 +248,59 @@ def find_symmetries(X: np.ndarray, t: np.ndarray, max_vars: int = 4) -> list[tup
                     found.append((i, j, kind, test))
                     break
     return sorted(found, key=lambda f: f[3].restricted)
+
+
+def affine_test(X: np.ndarray, t: np.ndarray, j: int, tolerance: float = TOLERANCE,
+                unrestricted: float | None = None) -> StructureTest:
+    """Is ``t = A(others) + x_j * B(others)`` (affine in ``x_j``)? The restricted model holds the
+    features of the other variables, and ``x_j`` times them; the unrestricted one all the
+    variables at the same degree."""
+    if not np.all(np.isfinite(t)) or np.std(t) == 0 or X.shape[1] < 2:
+        return StructureTest(np.inf, np.inf, False)
+    others = [X[:, k] for k in range(X.shape[1]) if k != j]
+    d = _degree(len(others))
+    fo = features(others, d)
+    xj = X[:, j][:, None]
+    restricted = _held_out(np.column_stack([fo, xj, xj * fo]), t)
+    if unrestricted is None:
+        unrestricted = _held_out(features([X[:, k] for k in range(X.shape[1])], d + 1), t)
+    verdict = _verdict(restricted, unrestricted, tolerance)
+    if not verdict.accepted and restricted <= COARSE_RATIO * unrestricted and unrestricted < COARSE:
+        # As for a symmetry: the surrogate is too coarse for the absolute test (an oscillation
+        # over the range), but the restriction lost nothing against the free model.
+        return StructureTest(restricted, unrestricted, True)
+    return verdict
+
+
+def best_affine(X: np.ndarray, t: np.ndarray, max_vars: int = 4) -> tuple[int, StructureTest] | None:
+    """The variable ``t`` is affine in with the lowest restricted error, among those whose
+    slope ``B`` is not a constant (that is an additive split, tested on its own) and matters;
+    None when there is none."""
+    n = X.shape[1]
+    if n < 2 or n > max_vars or not np.all(np.isfinite(t)) or np.std(t) == 0:
+        return None
+    free = _held_out(features([X[:, k] for k in range(n)], _degree(n - 1) + 1), t)
+    best = None
+    for j in range(n):
+        test = affine_test(X, t, j, unrestricted=free)
+        if not test.accepted or (best is not None and test.restricted >= best[1].restricted):
+            continue
+        _, slope = _affine_components(X, t, j)
+        spread = float(np.std(X[:, j] * slope))
+        if spread > 1e-3 * float(np.std(t)) and float(np.std(slope)) > 1e-3 * float(np.mean(np.abs(slope))):
+            best = (j, test)
+    return best
+
+
+def _affine_components(X: np.ndarray, t: np.ndarray, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` and ``B`` of ``t = A + x_j * B`` from the restricted fit on all rows."""
+    others = [X[:, k] for k in range(X.shape[1]) if k != j]
+    fo = features(others, _degree(len(others)))
+    xj = X[:, j][:, None]
+    A = np.column_stack([np.ones(len(t)), fo, xj, xj * fo])
+    coef, *_ = np.linalg.lstsq(A, t, rcond=None)
+    k = fo.shape[1]
+    return coef[0] + fo @ coef[1 : 1 + k], coef[1 + k] + fo @ coef[2 + k :]
 
 
 def _splits(n: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -552,6 +607,77 @@ def _solve_parts(p: _Problem, a: Sequence[int], b: Sequence[int], comp_a: np.nda
     return out
 
 
+def _sum_terms(tree: Node) -> list[Node | None] | None:
+    """The terms of a sum of ``c*term`` and ``c`` (None stands for the constant), or None when
+    ``tree`` is not such a sum (a constant may only stand alone)."""
+    parts: list[Node] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node.op == "add":
+            stack.extend(reversed(node.args))
+        else:
+            parts.append(node)
+    out: list[Node | None] = []
+    for part in parts:
+        if part.op == "const":
+            out.append(None)
+        elif part.op == "mul" and part.args[0].op == "const" and count_constants(part.args[1]) == 0:
+            out.append(part.args[1])
+        else:
+            return None
+    return out
+
+
+def _solve_affine(p: _Problem, j: int, depth: int, budget: Budget) -> list[Candidate]:
+    """``t = A(others) + x_j * B(others)``: the slope ``B`` solved from its estimate, then ``A``
+    from the exact remainder, and the other way round; each combination refitted as a sum."""
+    others = [k for k in range(p.X.shape[1]) if k != j]
+    sub = p.columns(others)
+    xj = p.X[:, j]
+    comp_a, comp_b = _affine_components(p.X, p.t, j)
+    lead = var(p.names[j])
+    out: list[Candidate] = []
+
+    def combine(a: Candidate, b: Candidate) -> Candidate:
+        ta, tb = _sum_terms(a.tree), _sum_terms(b.tree)
+        if ta is not None and tb is not None:
+            # Both parts are sums of terms: fit every coefficient at once on the real target
+            # (each part was fitted to an estimate, so their own coefficients are not exact).
+            ta = [term for term in ta if term is not None]  # the sum's own constant covers it
+            cols = [_term_values(term, sub.names, sub.X) for term in ta]
+            cols += [xj * (np.ones(len(xj)) if term is None else _term_values(term, sub.names, sub.X))
+                     for term in tb]
+            fit = _linear(np.column_stack(cols), p.t, True)
+            if fit is not None:
+                slope = total([const() if term is None else _cx(term) for term in tb])
+                tree = total([*(_cx(term) for term in ta), binary("mul", lead, slope), const()])
+                return Candidate(tree, fit, _rel(fit, p.t), True)
+        fit = _linear(np.column_stack([a.pred, xj * b.pred]), p.t, True)
+        error = np.inf if fit is None else _rel(fit, p.t)
+        slope = binary("mul", lead, b.tree if b.scaled else _cx(b.tree))
+        tree = total([a.tree if a.scaled else _cx(a.tree), slope, const()])
+        return Candidate(tree, fit if fit is not None else a.pred, error, True)
+
+    slopes = solve(sub.names, sub.X, comp_b, depth - 1, budget=budget)
+    if slopes:
+        with np.errstate(all="ignore"):
+            rest = p.t - xj * slopes[0].pred
+        if np.all(np.isfinite(rest)):
+            for a, b in itertools.product(solve(sub.names, sub.X, rest, depth - 1, free_offset=True,
+                                                budget=budget)[:2], slopes[:2]):
+                out.append(combine(a, b))
+    intercepts = solve(sub.names, sub.X, comp_a, depth - 1, free_offset=True, budget=budget)
+    if intercepts:
+        with np.errstate(all="ignore"):
+            slope = (p.t - intercepts[0].pred) / xj
+        if np.all(np.isfinite(slope)):
+            for a, b in itertools.product(intercepts[:2], solve(sub.names, sub.X, slope, depth - 1,
+                                                                budget=budget)[:2]):
+                out.append(combine(a, b))
+    return out
+
+
 class Budget:
     """How many more sub-problems the recursion may solve: a count, not a clock, so the
     library stays deterministic; the tests run in a fixed order, so what is cut is the last."""
@@ -606,6 +732,11 @@ def solve(names: Sequence[str], X: np.ndarray, t: np.ndarray, depth: int = 3,
             with np.errstate(all="ignore"):
                 pred = value_inv(c.pred)
             cands.append(Candidate(tree_inv(c.tree), pred, _rel(pred, p.t), True))
+    if depth >= 2 and not any(c.error < 1e-6 for c in cands):
+        # Only where the splits found nothing near-exact: each level of it solves four parts.
+        affine = best_affine(p.X, p.t)
+        if affine is not None:
+            cands += _solve_affine(p, affine[0], depth, budget)
     for i, j, kind, _ in find_symmetries(p.X, p.t)[: 2 if depth >= 3 else 1]:
         with np.errstate(all="ignore"):
             u = SYMMETRIES[kind](p.X[:, i], p.X[:, j])

@@ -10,8 +10,8 @@ polynomial pair. A greedy pursuit over numerator terms misses ``(a + b)/(1 + a*b
 term at a time, ``a*b`` explains more than ``a`` or ``b``); the joint solve does not.
 
 Refused: a fit whose denominator changes sign or nearly vanishes on the rows (a pole, or a
-removable one such as ``(x**2 - y**2)/(x - y)``), and a denominator that is a constant (a
-polynomial: the sparse sums have it).
+removable one such as ``(x**2 - y**2)/(x - y)``). A constant denominator gives a polynomial,
+kept only when it has more than four monomials (the sparse sums hold the shorter ones).
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ __all__ = ["monomials", "rational_seeds"]
 EXACT = 1e-7
 #: Rows used (the solve is dense: rows x (terms of P + terms of Q)).
 ROWS = 256
-#: Most variables, and the degrees of P and Q tried, fewest unknowns first.
-MAX_VARS = 4
+#: Most variables, and the degrees of P and Q tried, fewest unknowns first (with five or six
+#: variables only the low degrees fit under ``MAX_UNKNOWNS``: ``1/((x2-x1)**2 + (y2-y1)**2 +
+#: (z2-z1)**2)`` is degrees (0, 2)).
+MAX_VARS = 6
 DEGREES: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2), (2, 2), (3, 2), (2, 3))
 #: Most unknowns in one solve (4 variables at degrees (3, 2): 35 + 15).
 MAX_UNKNOWNS = 50
@@ -142,12 +144,17 @@ def rational_seeds(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> list[t
         k = len(num_exps)
         top = [e for e, c in zip(num_exps, coef[:k], strict=True) if c != 0]
         bottom_c = [(e, c) for e, c in zip(den_exps, coef[k:], strict=True) if c != 0]
-        if all(sum(e) == 0 for e, _ in bottom_c):
-            continue  # a polynomial
         key = (tuple(top), tuple(e for e, _ in bottom_c))
         if key in seen:
             continue
         seen.add(key)
+        if all(sum(e) == 0 for e, _ in bottom_c):
+            # A polynomial: the sparse sums hold those of up to four terms, not
+            # ``x0*x1*(2.5 + x1) + (x0 + x1)**3`` (six monomials).
+            if len(top) > 4:
+                out.append((_ratio_error(P, Q, y, coef), _poly(names, top, None)))
+                break
+            continue
         # The denominator's largest term (on the rows) leads without a constant: the ratio's
         # scale is the numerator's.
         Qv = _values(X, [e for e, _ in bottom_c]) * np.array([c for _, c in bottom_c])

@@ -20,11 +20,15 @@ import numpy as np
 from sr_dist.formula import Node
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, random_tree, within_limits
 from sr_dist.sr.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
-from sr_dist.sr.evolve.tree import constant_prefix, render, tidy
+from sr_dist.sr.evolve.tree import constant_prefix, count_constants, has_var, render, size, tidy
 
 __all__ = ["SearchConfig", "Proposal", "propose", "grammar_for"]
 
 _POLISH_OPERATORS = ("drop_term", "constant_subtree", "delete_node")
+#: Limits for library seeds (the search's own are ``SearchConfig.max_size`` and
+#: ``max_constants``): the evaluator's largest constant bucket, and twice the default size.
+SEED_MAX_CONSTANTS = 16
+SEED_MAX_SIZE = 80
 
 
 @dataclass(frozen=True)
@@ -91,8 +95,16 @@ class _Batch:
         parsed = parse_cached(text, self.variables)
         return None if parsed is None else (text, parsed.canonical)
 
-    def offer(self, tree: Node | None) -> bool:
-        if tree is None or not within_limits(tree, self.grammar):
+    def offer(self, tree: Node | None, seed: bool = False) -> bool:
+        """Add ``tree`` if it is new and within the limits: the grammar's for what the search
+        breeds; for a library seed, whose shape the data chose (a nine-term quadratic form, a
+        five-monomial polynomial), :data:`SEED_MAX_SIZE` and :data:`SEED_MAX_CONSTANTS`."""
+        if tree is None:
+            return False
+        if seed:
+            if size(tree) > SEED_MAX_SIZE or count_constants(tree) > SEED_MAX_CONSTANTS or not has_var(tree):
+                return False
+        elif not within_limits(tree, self.grammar):
             return False
         key = self.key(tree)
         if key is None or key[1] in self.seen or key[1] in self.keys:
@@ -142,7 +154,7 @@ def propose(
     for tree in library:
         if len(batch.texts) >= n_library:
             break
-        batch.offer(tidy(tree))
+        batch.offer(tidy(tree), seed=True)
 
     individuals = list(history.individuals)
     solved = history.solutions(config.target_nmse)

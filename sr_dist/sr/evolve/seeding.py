@@ -22,7 +22,7 @@ import numpy as np
 
 from sr_dist.formula import Node
 from sr_dist.sr.evolve.rational import rational_seeds
-from sr_dist.sr.evolve.tree import binary, const, num, product, total, unary, var
+from sr_dist.sr.evolve.tree import binary, const, num, product, size, total, unary, var
 
 __all__ = ["Sample", "PowerLaw", "sample_from_info", "power_law", "seed_library", "sparse_sums", "decomposition_first"]
 
@@ -316,6 +316,19 @@ class _Basis:
     order: np.ndarray
 
 
+#: Shapes (indices into :func:`_unit_terms`) of the core products: two factors take the first
+#: eight shapes, three factors these six.
+_PAIR_SHAPES = range(8)
+_TRIPLE_SHAPES = (0, 1, 2, 3, 6, 7)
+#: Shapes the wider products add, in the order they are given room: exp, sqrt, x**-2.
+_WIDE_TRIPLE_SHAPES = (8, 5, 4)
+#: Term tiers (``_Basis.order``): one factor, core products of two, core products of three, and
+#: the wider products (two shapes of one variable, every shape in a pair over few variables,
+#: exp/sqrt/x**-2 in triples). The pursuit runs on each tier and those below it in turn, so a
+#: larger basis adds models without letting its proxies crowd out the simple ones.
+WIDE = 4
+
+
 def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_terms: int) -> _Basis | None:
     units: list[list[tuple[Node, np.ndarray]]] = []
     with np.errstate(all="ignore"):
@@ -323,19 +336,51 @@ def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_ter
             col = sample.X[:, j]
             units.append([(t, f(col)) for t, f in _unit_terms(name)])
         out: list[tuple[Node, np.ndarray, int]] = [(t, v, 1) for group in units for t, v in group]
-        for a, b in itertools.combinations(range(len(units)), 2):
-            for (ta, va), (tb, vb) in itertools.product(units[a][:8], units[b][:8]):
-                out.append((binary("mul", ta, tb), va * vb, 2))
+        pairs = list(itertools.combinations(range(len(units)), 2))
+        triples = list(itertools.combinations(range(len(units)), 3)) if len(units) <= 5 else []
+
+        def mul(*factors: tuple[Node, np.ndarray]) -> tuple[Node, np.ndarray]:
+            node, value = factors[0]
+            for t, v in factors[1:]:
+                node, value = binary("mul", node, t), value * v
+            return node, value
+
+        for a, b in pairs:
+            for i, j in itertools.product(_PAIR_SHAPES, _PAIR_SHAPES):
+                out.append((*mul(units[a][i], units[b][j]), 2))
             # Differences: distances and phase differences are common in physics.
             xa, xb = var(names[a]), var(names[b])
             da = sample.X[:, columns[a]] - sample.X[:, columns[b]]
             out.append((binary("pow", binary("sub", xa, xb), num(2.0)), da**2, 2))
             out.append((unary("cos", binary("sub", xa, xb)), np.cos(da), 2))
-        if len(units) <= 5:
-            for a, b, c in itertools.combinations(range(len(units)), 3):
-                small = [units[i][:4] + units[i][6:8] for i in (a, b, c)]
-                for (ta, va), (tb, vb), (tc, vc) in itertools.product(*small):
-                    out.append((binary("mul", binary("mul", ta, tb), tc), va * vb * vc, 3))
+        for a, b, c in triples:
+            for i, j, k in itertools.product(_TRIPLE_SHAPES, _TRIPLE_SHAPES, _TRIPLE_SHAPES):
+                out.append((*mul(units[a][i], units[b][j], units[c][k]), 3))
+        # The wider tier, after the core terms so that ``max_terms`` cuts it first.
+        if len(units) <= 2:
+            # Products of two shapes of one variable (``sqrt(x)*sin(x)``, ``x*log(x)**2``).
+            for group in units:
+                for (_, first), (j, second) in itertools.combinations(enumerate(group[:10]), 2):
+                    if j > 5:  # not two powers (``x*x**2`` is a unit term)
+                        out.append((*mul(first, second), WIDE))
+                log_sq = (binary("pow", group[9][0], num(2.0)), group[9][1] ** 2)
+                out.append((*mul(group[0], log_sq), WIDE))
+        if len(units) <= 3:
+            # Every shape of each variable in a pair (``x0 * x2*sin(x2)``).
+            for a, b in pairs:
+                for i, j in itertools.product(range(16), range(16)):
+                    if i >= 8 or j >= 8:
+                        out.append((*mul(units[a][i], units[b][j]), WIDE))
+        # exp, sqrt and x**-2 in triples as far as the basis has room for them
+        # (``x0/x2*exp(x3)``, ``sqrt(I1)*sqrt(I2)*cos(delta)``).
+        wide = list(_WIDE_TRIPLE_SHAPES)
+        while wide and len(out) + len(triples) * ((6 + len(wide)) ** 3 - 6**3) > max_terms:
+            wide.pop()
+        shapes = (*_TRIPLE_SHAPES, *wide)
+        for a, b, c in triples if wide else []:
+            for i, j, k in itertools.product(shapes, shapes, shapes):
+                if i in wide or j in wide or k in wide:
+                    out.append((*mul(units[a][i], units[b][j], units[c][k]), WIDE))
     kept = [(t, v, o) for t, v, o in out[:max_terms] if np.all(np.isfinite(v)) and np.std(v) > 0]
     if not kept:
         return None
@@ -386,6 +431,19 @@ def _pursuit(Z: np.ndarray, t: np.ndarray, max_terms: int, beam: int, first_beam
         results.update(candidates)
         frontier = sorted(candidates, key=candidates.__getitem__)[: (first_beam if step == 0 else beam)]
         if candidates[frontier[0]] < 1e-9:
+            # An exact support may carry terms picked before the right ones (a proxy first,
+            # then the law, with the proxy's coefficient gone to zero): drop what it does
+            # not need (backward elimination).
+            support = frontier[0]
+            while len(support) > 1:
+                drops = {tuple(j for j in support if j != i): 0.0 for i in support}
+                for smaller in drops:
+                    drops[smaller], _ = _fit_error(Z, t, smaller, norm)
+                results.update(drops)
+                best = min(drops, key=drops.__getitem__)
+                if drops[best] >= 1e-9:
+                    break
+                support = best
             break
     return results
 
@@ -404,7 +462,8 @@ def sparse_sums(
     t = target - target.mean()
     found: dict[tuple[int, ...], float] = {}
     orders = sorted(set(basis.order.tolist()))
-    for max_order in dict.fromkeys([orders[0], orders[-1]]):
+    core = [o for o in orders if o < WIDE]
+    for max_order in dict.fromkeys([orders[0], *core[-1:], orders[-1]]):
         columns = np.flatnonzero(basis.order <= max_order)
         for support, err in _pursuit(basis.Z[:, columns], t, max_terms, beam, first_beam).items():
             found.setdefault(tuple(int(columns[i]) for i in support), err)
@@ -538,7 +597,7 @@ def _rational(basis: _Basis, target: np.ndarray, s0: np.ndarray, s0_node: Node) 
 
 def _sparse_candidates(
     sample: Sample, variables: Sequence[str], outers: Sequence[Mapping[str, float]],
-    max_basis: int = 4000, max_rows: int = 256,
+    max_basis: int = 4500, max_rows: int = 256,
 ) -> tuple[list[Node], list[Node]]:
     """``power-law part * g(sparse model over the other variables)`` for each candidate
     power-law part, ``g`` in (identity, reciprocal, square root) and sparse sums and ratios of
@@ -594,6 +653,6 @@ def _sparse_candidates(
             # Ratios of sums with a denominator 1 + ... .
             for err, body in _rational(basis, target, np.ones(len(target)), num(1.0))[:2]:
                 keep(err, body, outer, transform)
-    exact.sort(key=lambda et: et[0] > 1e-9)
+    exact.sort(key=lambda et: (et[0] > 1e-9, size(et[1])))  # the simplest exact model first
     loose.sort(key=lambda et: et[0])
     return [t for _, t in exact], [t for _, t in loose]

@@ -15,6 +15,8 @@ from sr_dist.context import Context
 from sr_dist.formula import Node
 from sr_dist.sr.evolve.decompose import (
     additive_test,
+    affine_test,
+    best_affine,
     best_split,
     decomposition_seeds,
     evaluate,
@@ -142,7 +144,33 @@ SOLVED: list[tuple[str, Fn]] = [
     ("exp(-(x0/x1)**2/2)/x1 + 0*x2", lambda X: np.exp(-((X[:, 0] / X[:, 1]) ** 2) / 2) / X[:, 1] + 0 * X[:, 2]),
     ("exp(-((x0-x2)/x1)**2/2)/x1",
      lambda X: np.exp(-(((X[:, 0] - X[:, 2]) / X[:, 1]) ** 2) / 2) / X[:, 1]),
+    # Affine in x0: the slope and the intercept solved as parts, their terms refitted jointly.
+    ("cos(x1) + x0*cos(x1)**2 + 0*x2", lambda X: np.cos(X[:, 1]) + X[:, 0] * np.cos(X[:, 1]) ** 2 + 0 * X[:, 2]),
 ]
+
+
+AFFINE: list[tuple[str, Fn, set[int]]] = [
+    # cos(u) + a*cos(u)**2 (I.50.26 over its π groups): affine in x0 with a slope that varies.
+    ("cos(x1) + x0*cos(x1)**2 + 0*x2", lambda X: np.cos(X[:, 1]) + X[:, 0] * np.cos(X[:, 1]) ** 2, {0}),
+    # Affine in every variable (slopes x1 + 3, x0 + x2 and x1): any of them is right.
+    ("x0*(x1 + 3) + x2*x1", lambda X: X[:, 0] * (X[:, 1] + 3) + X[:, 2] * X[:, 1], {0, 1, 2}),
+    # Affine in no variable.
+    ("sin(x0*x1) + x2**2", lambda X: np.sin(X[:, 0] * X[:, 1]) + X[:, 2] ** 2, set()),
+    # Affine in x2 only, with a constant slope: an additive split, not this structure.
+    ("x0**2*x1**2 + 2*x2", lambda X: X[:, 0] ** 2 * X[:, 1] ** 2 + 2 * X[:, 2], set()),
+]
+
+
+@pytest.mark.parametrize(("label", "fn", "variables"), AFFINE, ids=[a[0] for a in AFFINE])
+def test_affine_in_one_variable(label: str, fn: Fn, variables: set[int]) -> None:
+    X = _X()
+    found = best_affine(X, fn(X))
+    if not variables:
+        assert found is None, (label, found)
+        return
+    assert found is not None and found[0] in variables, (label, found)
+    # The test itself refuses a variable that enters non-linearly.
+    assert not affine_test(X, fn(X), 1).accepted or 1 in variables
 
 
 @pytest.mark.parametrize(("label", "fn"), SOLVED, ids=[s[0] for s in SOLVED])

@@ -65,6 +65,23 @@ NOT_RATIOS: list[tuple[str, Fn]] = [
 ]
 
 
+def test_a_polynomial_longer_than_the_sparse_sums_is_proposed() -> None:
+    # a*b*(2.5 + b) + (a + b)**3 = a**3 + 3*a**2*b + 4*a*b**2 + b**3 + 2.5*a*b: five monomials,
+    # beyond the sparse sums' four terms.
+    X = _X(300, 0)
+
+    def fn(X: np.ndarray) -> np.ndarray:
+        return X[:, 0] * X[:, 1] * (2.5 + X[:, 1]) + (X[:, 0] + X[:, 1]) ** 3
+
+    found = rational_seeds(X[:, :2], fn(X), NAMES[:2])
+    assert len(found) == 1
+    err, tree = found[0]
+    assert err < 1e-7
+    text = render(tree)
+    assert "/" not in text, text
+    assert count_constants(tree) == 5, text  # the five monomials; no constant term
+
+
 @pytest.mark.parametrize(("label", "fn"), NOT_RATIOS, ids=[r[0] for r in NOT_RATIOS])
 def test_no_ratio_is_proposed_where_there_is_none(label: str, fn: Fn) -> None:
     X = _X(300, 0)
@@ -79,8 +96,18 @@ def test_bad_input_gives_nothing_rather_than_an_error() -> None:
     bad = y.copy()
     bad[3] = np.nan
     assert rational_seeds(X, bad, NAMES) == []
-    wide = np.random.default_rng(1).uniform(1, 2, size=(300, 5))
-    assert rational_seeds(wide, wide[:, 0] / wide[:, 1], [f"x{i}" for i in range(5)]) == []
+    wide = np.random.default_rng(1).uniform(1, 2, size=(300, 7))  # more than MAX_VARS
+    assert rational_seeds(wide, wide[:, 0] / wide[:, 1], [f"x{i}" for i in range(7)]) == []
+
+
+def test_six_variables_fit_the_low_degrees() -> None:
+    # G*m1*m2/((x2-x1)**2 + (y2-y1)**2 + (z2-z1)**2) after its power-law part: 1/Q, Q quadratic.
+    X = np.random.default_rng(2).uniform(1, 4, size=(300, 6))
+    y = 1 / ((X[:, 1] - X[:, 0]) ** 2 + (X[:, 3] - X[:, 2]) ** 2 + (X[:, 5] - X[:, 4]) ** 2)
+    names = [f"x{i}" for i in range(6)]
+    found = rational_seeds(X, y, names)
+    assert found and found[0][0] < 1e-7
+    assert count_constants(found[0][1]) == 9  # c over nine quadratic monomials, the largest led
 
 
 def test_deterministic() -> None:
