@@ -20,7 +20,7 @@ __all__ = ["merge_replica_stats", "replica_row", "stats_for_record"]
 
 #: Evaluator counters that add up across replicas.
 _SUMMED = ("compiles", "compile_s", "fits", "cache_hits", "submitted", "invalid", "errors",
-           "nonfinite", "batches", "fit_s", "evaluations", "cache_entries", "queue_depth",
+           "nonfinite", "refined", "batches", "fit_s", "evaluations", "cache_entries", "queue_depth",
            "busy_s", "failed_batches", "search_fits", "fits_per_s", "recent_formulas_per_s")
 _BATCHING_SUMMED = ("requests", "formulas", "batches", "batched_formulas", "mixed_agent_batches",
                     "duplicate_formulas", "cross_agent_duplicates", "queue_depth",
