@@ -166,6 +166,17 @@ def _verdict(restricted: float, unrestricted: float, tolerance: float) -> Struct
     return StructureTest(restricted, unrestricted, bool(ok))
 
 
+def _coarse_verdict(restricted: float, unrestricted: float, tolerance: float) -> StructureTest:
+    """:func:`_verdict`, also accepting where the surrogate is too coarse for the absolute test
+    (an oscillation over the range) but the restricted model fits the held-out rows about as
+    well as the free one (a pair or variable that matters beyond the restriction loses most of
+    the fit: ten times and more in the tests): nothing was lost by the restriction."""
+    verdict = _verdict(restricted, unrestricted, tolerance)
+    if not verdict.accepted and restricted <= COARSE_RATIO * unrestricted and unrestricted < COARSE:
+        return StructureTest(restricted, unrestricted, True)
+    return verdict
+
+
 def _mixed(fa: np.ndarray, fb: np.ndarray, k: int = 6) -> np.ndarray:
     """Products of the first ``k`` features of each group: what a non-separable part needs."""
     return np.column_stack([fa[:, i] * fb[:, j] for i in range(min(k, fa.shape[1])) for j in range(min(k, fb.shape[1]))])
@@ -216,12 +227,7 @@ def symmetry_test(X: np.ndarray, t: np.ndarray, i: int, j: int, kind: str,
     restricted = _held_out(features([u, *others], d), t)
     if unrestricted is None:
         unrestricted = _held_out(features([X[:, k] for k in range(X.shape[1])], d), t)
-    verdict = _verdict(restricted, unrestricted, tolerance)
-    if not verdict.accepted and restricted <= COARSE_RATIO * unrestricted and unrestricted < COARSE:
-        # The surrogate is too coarse for the absolute test, but one variable fewer fits the
-        # held-out rows about as well as all of them (a pair that matters beyond u loses most
-        # of the fit: ten times and more in the tests): nothing was lost by the restriction.
-        return StructureTest(restricted, unrestricted, True)
+    verdict = _coarse_verdict(restricted, unrestricted, tolerance)
     log_t = None if verdict.accepted or log_done else _log_target(t)
     if log_t is not None:
         # The same question of log|t| (a pair enters t only through u iff it enters log|t| so),
@@ -264,12 +270,7 @@ def affine_test(X: np.ndarray, t: np.ndarray, j: int, tolerance: float = TOLERAN
     restricted = _held_out(np.column_stack([fo, xj, xj * fo]), t)
     if unrestricted is None:
         unrestricted = _held_out(features([X[:, k] for k in range(X.shape[1])], d + 1), t)
-    verdict = _verdict(restricted, unrestricted, tolerance)
-    if not verdict.accepted and restricted <= COARSE_RATIO * unrestricted and unrestricted < COARSE:
-        # As for a symmetry: the surrogate is too coarse for the absolute test (an oscillation
-        # over the range), but the restriction lost nothing against the free model.
-        return StructureTest(restricted, unrestricted, True)
-    return verdict
+    return _coarse_verdict(restricted, unrestricted, tolerance)
 
 
 def best_affine(X: np.ndarray, t: np.ndarray, max_vars: int = 4) -> tuple[int, StructureTest] | None:
