@@ -334,11 +334,17 @@ print("SUMMARY " + json.dumps({
 # call's rows after its outcome had counted them (run_episode now waits for such fits:
 # tests/search/test_episode.py), and under load no agent reached the worker before a 30 s
 # budget ended (60 s now). On failure it prints its per-agent counts (sent, on disk).
-def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path) -> None:
-    """Runs last: it kills the module's worker node."""
-    out = tmp_path / "out"
-    cluster.wait_until_idle()
-    driver = cluster.popen(
+#
+# A third was Ray's, not sr-dist's: SPREAD is best effort, and once (CI-like load, after the
+# job-stop test) the run placed nothing on the live worker, so there was nothing to lose. Such a
+# run proves nothing either way; it is stopped and started afresh (PLACEMENT_TRIES in all) and
+# the test fails as a setup error only when every try placed nothing there.
+PLACEMENT_TRIES = 3
+PLACEMENT_WAIT_S = 90
+
+
+def _start_node_loss_run(cluster: Cluster, out: Path) -> subprocess.Popen[str]:
+    return cluster.popen(
         [sys.executable, "-c", DRIVER, f"ray.address={cluster.address}", "ray.auth_mode=token",
          "search.agents=3",
          "evaluator.replicas=2", "dataset.source=feynman:I.30.3", "search.max_seconds=60",
@@ -346,27 +352,53 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
          "search.stop_grace_s=120",  # rows_sent counts only agents that stop by themselves
          f"results.path={out}"],
         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 240
-        # One replica on each node (the pool's SPREAD placement), an agent on the worker too.
-        placed: dict[str, Any] = {}
-        while not (_has_rows(out) and placed.get("AgentActor", 0) >= 1
-                   and placed.get("EvaluatorActor", 0) == 1):
-            # Declared dead before the kill (missed health checks): nothing can be placed there.
-            assert placed.get("node_alive") is not False, f"the worker node died early: {placed}"
-            if driver.poll() is not None:  # say what was missing (pytest cuts long asserts)
-                ended_out, ended_err = driver.communicate()
-                pytest.fail(f"the run ended first: rows {_has_rows(out)}, on the worker "
-                            f"{placed}\n{ended_out[-4000:]}\n{ended_err[-4000:]}")
-            assert time.monotonic() < deadline, f"no agent and replica on the worker: {placed}"
-            time.sleep(0.5)
-            placed = cluster.on_worker("AgentActor", "EvaluatorActor")
-        assert _kill_tree(cluster.worker) > 2  # the raylet, its workers, its agents
-        stdout, stderr = driver.communicate(timeout=300)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
+
+
+def _placed_on_worker(cluster: Cluster, driver: subprocess.Popen[str],
+                      out: Path) -> tuple[bool, str]:
+    """Wait until the run has rows and one replica and an agent on the worker (the pool's
+    SPREAD placement): ``(True, '')``, or ``(False, why)`` when Ray placed nothing there in
+    time or the run ended first."""
+    deadline = time.monotonic() + PLACEMENT_WAIT_S
+    placed: dict[str, Any] = {}
+    while not (_has_rows(out) and placed.get("AgentActor", 0) >= 1
+               and placed.get("EvaluatorActor", 0) == 1):
+        # Declared dead before the kill (missed health checks): nothing can be placed there.
+        assert placed.get("node_alive") is not False, f"the worker node died early: {placed}"
+        if driver.poll() is not None:  # say what was missing (pytest cuts long asserts)
+            ended_out, ended_err = driver.communicate()
+            return False, (f"the run ended first: rows {_has_rows(out)}, on the worker "
+                           f"{placed}\n{ended_out[-3000:]}\n{ended_err[-3000:]}")
+        if time.monotonic() > deadline:
+            return False, f"no agent and replica on the worker in {PLACEMENT_WAIT_S} s: {placed}"
+        time.sleep(0.5)
+        placed = cluster.on_worker("AgentActor", "EvaluatorActor")
+    return True, ""
+
+
+def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path) -> None:
+    """Runs last: it kills the module's worker node."""
+    misses: list[str] = []
+    for attempt in range(PLACEMENT_TRIES):
+        out = tmp_path / f"out{attempt}"
+        cluster.wait_until_idle()
+        driver = _start_node_loss_run(cluster, out)
+        try:
+            placed, why = _placed_on_worker(cluster, driver, out)
+            if not placed:
+                misses.append(why)
+                continue
+            assert _kill_tree(cluster.worker) > 2  # the raylet, its workers, its agents
+            stdout, stderr = driver.communicate(timeout=300)
+            break
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.wait()
+    else:
+        pytest.fail(f"setup: Ray placed nothing on the worker in {PLACEMENT_TRIES} runs:\n"
+                    + "\n---\n".join(misses))
+    print(f"node loss: placed on try {attempt + 1}", *misses, sep="\n")
     assert driver.returncode == 0, stdout[-3000:] + stderr[-3000:]
     summary = json.loads(stdout.split("SUMMARY ", 1)[1])
     assert (summary["status"], summary["stop_reason"]) == ("completed", "max_seconds"), summary
