@@ -35,6 +35,16 @@ ROWS = 256
 #: (z2-z1)**2)`` is degrees (0, 2)).
 MAX_VARS = 6
 DEGREES: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2), (2, 2), (3, 2), (2, 3))
+#: Higher degrees, tried after ``DEGREES`` for two or three variables only: the square of a
+#: relativistic law is one (``(v/sqrt(1 - v**2/c**2))**2 = v**2*c**2/(c**2 - v**2)``, degrees
+#: (4, 2); ``c**6/(c**2 - v**2)``, (6, 2)). Not for one variable, where a ratio of that many
+#: coefficients approximates any smooth curve on a short range to the exactness bar. In two
+#: variables they pass ``EXACT`` on smooth non-rational surfaces too (``exp(a)*b``,
+#: ``sqrt(a + b)`` on [1, 2]**2 at 3e-9 to 9e-8), so they must meet ``HIGH_EXACT``: a true ratio
+#: fits to float64 rounding (1e-15), an approximant no closer than 1e-9.
+HIGH_EXACT = 1e-12
+HIGH_DEGREES: tuple[tuple[int, int], ...] = ((4, 2), (2, 4), (6, 2), (2, 6))
+HIGH_DEGREE_VARS = (2, 3)
 #: Most unknowns in one solve (4 variables at degrees (3, 2): 35 + 15).
 MAX_UNKNOWNS = 50
 
@@ -74,13 +84,14 @@ def _ratio_error(P: np.ndarray, Q: np.ndarray, y: np.ndarray, coef: np.ndarray) 
     return err if np.isfinite(err) else np.inf
 
 
-def _prune(A: np.ndarray, P: np.ndarray, Q: np.ndarray, y: np.ndarray, scale: np.ndarray) -> np.ndarray | None:
+def _prune(A: np.ndarray, P: np.ndarray, Q: np.ndarray, y: np.ndarray, scale: np.ndarray,
+           bar: float = EXACT) -> np.ndarray | None:
     """Backward elimination from every column: drop the column whose removal keeps the ratio
     exact with the smallest error, until none can go. None when even the full fit is not exact."""
     k = P.shape[1]
     active = np.ones(A.shape[1], dtype=bool)
     coef = _null_fit(A, scale, active)
-    if _ratio_error(P, Q, y, coef) >= EXACT:
+    if _ratio_error(P, Q, y, coef) >= bar:
         return None
     while True:
         best: tuple[float, int, np.ndarray] | None = None
@@ -94,7 +105,7 @@ def _prune(A: np.ndarray, P: np.ndarray, Q: np.ndarray, y: np.ndarray, scale: np
                 continue
             c = _null_fit(A, scale, trial)
             err = _ratio_error(P, Q, y, c)
-            if err < EXACT and (best is None or err < best[0]):
+            if err < bar and (best is None or err < best[0]):
                 best = (err, int(i), c)
         if best is None:
             return coef
@@ -127,7 +138,8 @@ def rational_seeds(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> list[t
         return []
     out: list[tuple[float, Node]] = []
     seen: set[tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]] = set()
-    for dp, dq in DEGREES:
+    degrees = DEGREES + (HIGH_DEGREES if n_vars in HIGH_DEGREE_VARS else ())
+    for dp, dq in degrees:
         num_exps, den_exps = monomials(n_vars, dp), monomials(n_vars, dq)
         if len(num_exps) + len(den_exps) > min(MAX_UNKNOWNS, len(y) // 2):
             continue
@@ -138,7 +150,7 @@ def rational_seeds(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> list[t
             continue
         scale = np.linalg.norm(A, axis=0)
         scale[scale == 0] = 1.0
-        coef = _prune(A, P, Q, y, scale)
+        coef = _prune(A, P, Q, y, scale, EXACT if (dp, dq) in DEGREES else HIGH_EXACT)
         if coef is None:
             continue
         k = len(num_exps)

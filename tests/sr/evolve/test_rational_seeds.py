@@ -121,3 +121,48 @@ def test_deterministic() -> None:
 def test_monomials_are_every_exponent_tuple_up_to_the_degree() -> None:
     assert monomials(2, 2) == [(0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0)]
     assert len(monomials(3, 3)) == 20
+
+
+RELATIVISTIC_SQUARES: list[tuple[str, Fn, str]] = [
+    # The squares of m*v/sqrt(1 - v**2/c**2) and m*c**2/sqrt(1 - v**2/c**2) after their power-law
+    # part m: degrees (4, 2) and (6, 2), beyond DEGREES, in two variables (v, c).
+    ("v**2*c**2/(c**2 - v**2)", lambda X: X[:, 0] ** 2 * X[:, 1] ** 2 / (X[:, 1] ** 2 - X[:, 0] ** 2), "v**2*c**2/"),
+    ("c**6/(c**2 - v**2)", lambda X: X[:, 1] ** 6 / (X[:, 1] ** 2 - X[:, 0] ** 2), "c**6"),
+]
+
+
+@pytest.mark.parametrize(("label", "fn", "needle"), RELATIVISTIC_SQUARES, ids=[r[0] for r in RELATIVISTIC_SQUARES])
+def test_two_variables_reach_the_high_degrees_of_a_relativistic_square(label: str, fn: Fn, needle: str) -> None:
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(1, 2, 300), rng.uniform(3, 10, 300)])  # v < c
+    found = rational_seeds(X, fn(X), ["v", "c"])
+    assert len(found) == 1, label
+    err, tree = found[0]
+    assert err < 1e-9, (label, render(tree))
+    assert count_constants(tree) == 2, render(tree)  # c0*numerator/(c**2 + c1*v**2)
+    assert needle in render(tree), render(tree)
+
+
+@pytest.mark.parametrize("fn", [np.exp, np.log, np.sqrt, np.tanh], ids=["exp", "log", "sqrt", "tanh"])
+def test_one_variable_gets_no_high_degree_approximant(fn: Callable[[np.ndarray], np.ndarray]) -> None:
+    # A (6, 2) ratio has nine coefficients: enough to pass the exactness bar on a smooth curve
+    # over a short range, so one variable stops at DEGREES (whose ratios these curves are not).
+    x = np.random.default_rng(4).uniform(1.0, 2.0, size=(300, 1))
+    assert rational_seeds(x, fn(x[:, 0]), ["a"]) == []
+
+
+SMOOTH_SURFACES: list[tuple[str, Fn]] = [
+    ("exp(a)*b", lambda X: np.exp(X[:, 0]) * X[:, 1]),
+    ("sqrt(a + b)", lambda X: np.sqrt(X[:, 0] + X[:, 1])),
+    ("sin(a) + b", lambda X: np.sin(X[:, 0]) + X[:, 1]),
+    ("a**1.5*b", lambda X: X[:, 0] ** 1.5 * X[:, 1]),
+    ("exp(-a/b)", lambda X: np.exp(-X[:, 0] / X[:, 1])),
+]
+
+
+@pytest.mark.parametrize(("label", "fn"), SMOOTH_SURFACES, ids=[r[0] for r in SMOOTH_SURFACES])
+def test_two_variables_get_no_high_degree_approximant(label: str, fn: Fn) -> None:
+    # On [1, 2]**2 each passes EXACT (3e-9 to 9e-8) at degrees (4, 2) or (6, 2); HIGH_EXACT
+    # keeps them out.
+    X = np.random.default_rng(5).uniform(1.0, 2.0, size=(300, 2))
+    assert rational_seeds(X, fn(X), ["a", "b"]) == [], label
