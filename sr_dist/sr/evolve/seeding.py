@@ -641,6 +641,11 @@ def _sparse_candidates(
             if not np.all(np.isfinite(target)):
                 continue
             for err, terms in sparse_sums(basis, target)[:4]:
+                if transform in ("sin", "tan"):
+                    # Without the intercept first: from all-ones constants ``arcsin(c0*x + c1)``
+                    # is undefined on every row (c1 = 1) and the fit may never start; laws
+                    # under an arcsin rarely carry one (Snell, diffraction).
+                    keep(err, total([binary("mul", const(), t) for t in terms]), outer, transform)
                 body = total([binary("mul", const(), t) for t in terms] + [const()])
                 keep(err, body, outer, transform)
             if transform in ("id", "sq"):

@@ -206,3 +206,19 @@ def test_decomposition_is_deterministic_and_reads_only_the_sample() -> None:
     proposed = json.loads(response.tool_calls[0]["function"]["arguments"])["expressions"]
     assert first[0] in library
     assert first[0].replace(" ", "") in {p.replace(" ", "") for p in proposed}
+
+
+def test_an_arcsin_law_is_proposed_first_without_an_intercept_and_fits_from_all_ones() -> None:
+    # With an intercept, arcsin(c0*x0/(x1*x2) + c1) is undefined on every row at the all-ones
+    # start (seen in a search of I.30.5 without units: 'nonfinite', the law never fitted).
+    rng = np.random.default_rng(11)
+    X = np.column_stack([rng.uniform(1, 2, 400), rng.uniform(1.5, 3, 400), rng.uniform(1.5, 3, 400)])
+    y = np.arcsin(X[:, 0] / (X[:, 1] * X[:, 2]))  # as in the table: the argument stays below 1
+    first = seed_library(NAMES, Sample(X, y))[0]
+    text = render(first)
+    assert text.startswith("arcsin("), text
+    k = count_constants(first)
+    assert k == 1, text  # c0 over the monomial: no intercept
+    assert np.all(np.isfinite(evaluate(first, NAMES, X, np.ones(k)))), text
+    fit = least_squares(lambda c: evaluate(first, NAMES, X, c) - y, np.ones(k), method="lm")
+    assert np.mean(fit.fun**2) / np.var(y) < 1e-20, text
