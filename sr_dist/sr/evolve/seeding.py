@@ -327,6 +327,9 @@ _WIDE_TRIPLE_SHAPES = (8, 5, 4)
 #: exp/sqrt/x**-2 in triples). The pursuit runs on each tier and those below it in turn, so a
 #: larger basis adds models without letting its proxies crowd out the simple ones.
 WIDE = 4
+#: Most one-factor terms for the pair completion of :func:`sparse_sums` (its cost is their
+#: number squared: 16 shapes of up to six variables).
+PAIR_COMPLETION_TERMS = 96
 
 
 def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_terms: int) -> _Basis | None:
@@ -448,6 +451,36 @@ def _pursuit(Z: np.ndarray, t: np.ndarray, max_terms: int, beam: int, first_beam
     return results
 
 
+def _pair_completions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...],
+                      candidates: np.ndarray, keep: int = 3) -> list[tuple[int, ...]]:
+    """``support`` plus the ``keep`` best *pairs* of ``candidates``, scored jointly: the 2-D
+    projection of the residual on each pair, for all pairs at once. Greedy steps cannot add
+    ``I1 + I2`` to ``sqrt(I1)*sqrt(I2)*cos(delta)``: alone each explains less than a proxy
+    (``sqrt(I1)*sqrt(I2)``, ranked first), together they close the sum."""
+    Q, _ = np.linalg.qr(Z[:, list(support)])
+    r = t - Q @ (Q.T @ t)
+    C = Z[:, candidates]
+    Cp = C - Q @ (Q.T @ C)
+    G = Cp.T @ Cp
+    b = Cp.T @ r
+    gii = np.diag(G)
+    with np.errstate(all="ignore"):
+        det = gii[:, None] * gii[None, :] - G**2
+        gain = (gii[None, :] * b[:, None] ** 2 - 2 * G * b[:, None] * b[None, :]
+                + gii[:, None] * b[None, :] ** 2) / det
+    ok = np.triu(det > 1e-9 * np.outer(gii, gii), 1) & np.isfinite(gain)
+    if not ok.any():
+        return []
+    gain = np.where(ok, gain, -np.inf)
+    best = np.argsort(-gain, axis=None)[:keep]
+    out = []
+    for flat in best:
+        i, j = np.unravel_index(int(flat), gain.shape)
+        if np.isfinite(gain[i, j]):
+            out.append(tuple(sorted((*support, int(candidates[i]), int(candidates[j])))))
+    return out
+
+
 def sparse_sums(
     basis: _Basis, target: np.ndarray, max_terms: int = 4, beam: int = 3, first_beam: int = 6
 ) -> list[tuple[float, list[Node]]]:
@@ -467,6 +500,16 @@ def sparse_sums(
         columns = np.flatnonzero(basis.order <= max_order)
         for support, err in _pursuit(basis.Z[:, columns], t, max_terms, beam, first_beam).items():
             found.setdefault(tuple(int(columns[i]) for i in support), err)
+    if min(found.values(), default=1.0) > 1e-9:
+        # Nothing exact: each of the best single terms plus the best pair of one-factor terms
+        # (a law such as ``I1 + I2 + 2*sqrt(I1*I2)*cos(delta)``).
+        singles = np.flatnonzero(basis.order == 1)
+        if 2 <= len(singles) <= PAIR_COMPLETION_TERMS:
+            norm = float(np.sqrt(np.mean(t**2))) or 1.0
+            for first in _best_additions(basis.Z, t, (), first_beam):
+                for support in _pair_completions(basis.Z, t, (first,), singles):
+                    if len(set(support)) == 3 and support not in found:
+                        found[support], _ = _fit_error(basis.Z, t, support, norm)
     ranked = sorted(found.items(), key=lambda kv: (kv[1] > 1e-7, len(kv[0]), int(basis.order[list(kv[0])].sum()), kv[1]))
     return [(err, [basis.terms[i] for i in support]) for support, err in ranked]
 

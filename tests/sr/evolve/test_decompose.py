@@ -222,3 +222,17 @@ def test_an_arcsin_law_is_proposed_first_without_an_intercept_and_fits_from_all_
     assert np.all(np.isfinite(evaluate(first, NAMES, X, np.ones(k)))), text
     fit = least_squares(lambda c: evaluate(first, NAMES, X, c) - y, np.ones(k), method="lm")
     assert np.mean(fit.fun**2) / np.var(y) < 1e-20, text
+
+
+def test_the_interference_law_is_a_sparse_sum_found_first() -> None:
+    # I1 + I2 + 2*sqrt(I1*I2)*cos(delta): greedy steps add a proxy of I1 + I2
+    # (sqrt(I1)*sqrt(I2)) after the product; the pair completion adds I1 and I2 together.
+    X = np.random.default_rng(12).uniform(1, 5, size=(400, 3))
+    y = X[:, 0] + X[:, 1] + 2 * np.sqrt(X[:, 0] * X[:, 1]) * np.cos(X[:, 2])
+    first = seed_library(NAMES, Sample(X, y))[0]
+    text = render(first)
+    assert "sqrt(x0)*sqrt(x1)*cos(x2)" in text, text
+    k = count_constants(first)
+    assert k == 4, text
+    fit = least_squares(lambda c: evaluate(first, NAMES, X, c) - y, np.ones(k), method="lm")
+    assert np.mean(fit.fun**2) / np.var(y) < 1e-20, text
