@@ -47,6 +47,7 @@ __all__ = [
     "multiply_factor",
     "add_term",
     "combine",
+    "constant_reductions",
     "within_limits",
     "finish",
 ]
@@ -329,3 +330,36 @@ OPERATORS: dict[str, tuple[Operator, float, int]] = {
     "add_term": (add_term, 2.0, 1),
     "combine": (combine, 1.5, 2),
 }
+
+
+def constant_reductions(tree: Node) -> list[Node]:
+    """Every tree with one free constant taken out (``c*X`` -> ``X``, ``X + c`` -> ``X``,
+    ``X/c`` -> ``X``, ``c/X`` -> ``1/X``, ``c - X`` -> ``-X``), tidied, without repeats.
+
+    Deterministic, unlike the polish operators: a product of fitted factors carries one scale
+    constant per factor (``(c0*x1 + c1)*(c2*x0 + c3)*c4``), exact on the data but not
+    identifiable, and its snapped constants are not the law's. The evaluator refits each
+    reduction; the selection rule keeps the smaller tree when it fits as well."""
+    out: list[Node] = []
+    seen: set[Node] = set()
+    for path, node in walk(tree):
+        if node.op != "const" or not path:
+            continue
+        parent_path, side = path[:-1], path[-1]
+        parent = subtree(tree, parent_path)
+        other = parent.args[1 - side] if len(parent.args) == 2 else None
+        if other is None:
+            continue
+        if parent.op in ("mul", "add") or (parent.op in ("sub", "div") and side == 1):
+            new = other
+        elif parent.op == "sub":
+            new = unary("neg", other)
+        elif parent.op == "div":
+            new = binary("div", num(1.0), other)
+        else:  # under pow, or a function's argument: no constant to spare
+            continue
+        reduced = tidy(replace(tree, parent_path, new))
+        if reduced not in seen and reduced != tree and has_var(reduced):
+            seen.add(reduced)
+            out.append(reduced)
+    return out

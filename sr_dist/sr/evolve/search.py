@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sr_dist.formula import Node
-from sr_dist.sr.evolve.operators import OPERATORS, Grammar, random_tree, within_limits
+from sr_dist.sr.evolve.operators import OPERATORS, Grammar, constant_reductions, random_tree, within_limits
 from sr_dist.sr.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
 from sr_dist.sr.evolve.tree import constant_prefix, count_constants, has_var, render, size, tidy
 
@@ -28,6 +28,8 @@ _POLISH_OPERATORS = ("drop_term", "constant_subtree", "delete_node")
 #: Limits for library seeds (the search's own are ``SearchConfig.max_size`` and
 #: ``max_constants``): the evaluator's largest constant bucket, and twice the default size.
 SEED_MAX_CONSTANTS = 16
+#: Solutions (simplest first) whose one-constant reductions lead each batch once solved.
+REDUCED_SOLUTIONS = 3
 SEED_MAX_SIZE = 80
 
 
@@ -151,13 +153,21 @@ def propose(
     grammar = grammar_for(names, config)
     batch = _Batch(names, history.seen, grammar)
     n_library = config.batch_size if history.generations == 0 else int(config.batch_size * config.library_share)
+    individuals = list(history.individuals)
+    solved = history.solutions(config.target_nmse)
+    # Each solution with one constant fewer, simplest solutions first: an exact product of
+    # fitted factors has one scale constant per factor, and the reduced one is the law.
+    for ind in sorted(solved, key=lambda i: (i.complexity, i.canonical))[:REDUCED_SOLUTIONS]:
+        for tree in constant_reductions(ind.tree):
+            if len(batch.texts) >= config.batch_size // 2:
+                break
+            batch.offer(tree)
+    n_library = min(config.batch_size, n_library + len(batch.texts))
     for tree in library:
         if len(batch.texts) >= n_library:
             break
         batch.offer(tidy(tree), seed=True)
 
-    individuals = list(history.individuals)
-    solved = history.solutions(config.target_nmse)
     ranked = sorted(individuals, key=lambda i: (score(i, config.parsimony), i.canonical))
     pool_keys = {i.canonical for i in ranked[: config.pool_size]}
     pool = ranked[: config.pool_size] + [i for i in pareto_front(individuals) if i.canonical not in pool_keys]

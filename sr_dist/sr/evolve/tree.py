@@ -166,6 +166,32 @@ def _terms(node: Node, negated: bool, out: list[tuple[Node, bool]]) -> None:
         out.append((node, negated))
 
 
+def _monic(node: Node) -> Node | None:
+    """``node`` without the constant of its first scaled term when ``node`` is a sum whose every
+    term is a free constant or carries one as a factor (a scale the sum need not have); else
+    None."""
+    if node.op not in ("add", "sub"):
+        return None
+    terms: list[tuple[Node, bool]] = []
+    _terms(node, False, terms)
+    split: list[list[tuple[Node, bool]]] = []
+    for t, _ in terms:
+        factors: list[tuple[Node, bool]] = []
+        _factors(t, False, factors)
+        if t.op != "const" and not any(f.op == "const" for f, _ in factors):
+            return None
+        split.append(factors)
+    first = next((i for i, (t, _) in enumerate(terms) if t.op != "const"), None)
+    if first is None:
+        return None
+    factors = split[first]
+    at = next(i for i, (f, _) in enumerate(factors) if f.op == "const")
+    rest = factors[:at] + factors[at + 1:]
+    new = list(terms)
+    new[first] = (_rebuild_product(rest), terms[first][1])
+    return _rebuild_sum(new)
+
+
 def _rebuild_product(factors: list[tuple[Node, bool]]) -> Node:
     top = [f for f, inv in factors if not inv]
     bottom = [f for f, inv in factors if inv]
@@ -186,7 +212,8 @@ def tidy(node: Node, exponent: bool = False) -> Node:
     """Fold var-free subtrees into one free constant and merge redundant constants.
 
     ``c0*(c1*x)`` becomes ``c*x``, ``x + c0 - c1`` becomes ``x + c``, ``sin(c0*c1)`` becomes
-    ``c``; literal exponents (``x**2``) stay literal. Bottom-up, so one pass suffices.
+    ``c``, ``c0*(c1*x + c2)`` becomes ``c0*(x + c1)`` (the product's constant is the sum's
+    scale); literal exponents (``x**2``) stay literal. Bottom-up, so one pass suffices.
     """
     if node.op in ("num", "const", "var"):
         return node
@@ -211,6 +238,16 @@ def tidy(node: Node, exponent: bool = False) -> Node:
         if len(consts) > 1 or (consts and any(f.op == "num" for f, _ in factors)):
             rest = [(f, inv) for f, inv in factors if not _is_leaf_number(f)]
             return _rebuild_product([(const(), False)] + rest)
+        # One scale per product: its constant, or else its first sum whose every term has a
+        # constant of its own; every other such sum loses one (``c*(c0*x + c1)`` is
+        # ``c*(x + c1)``, ``(c0*x + c1)*(c2*y + c3)`` is ``(c0*x + c1)*(y + c2)``).
+        monic = [(_monic(f) or f, inv) for f, inv in factors]
+        changed = [i for i, ((m, _), (f, _)) in enumerate(zip(monic, factors, strict=True)) if m is not f]
+        if changed and not consts:
+            monic[changed[0]] = factors[changed[0]]
+            changed = changed[1:]
+        if changed:
+            return _rebuild_product(monic)
         return node
     if node.op in ("add", "sub"):
         terms: list[tuple[Node, bool]] = []

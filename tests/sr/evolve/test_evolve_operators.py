@@ -74,6 +74,13 @@ TIDY_CASES = [
     ("2*x0*c0", "c0*x0"),
     ("-(-x0)", "x0"),
     ("x0*c0 + x1*c1", "c0*x0 + c1*x1"),
+    # One scale per product: its constant, or its first scaled sum.
+    ("c0*(c1*x0 + c2)", "c0*(x0 + c1)"),
+    ("(c0*x0 + c1)*(c2*x1 + c3)*c4", "c0*(x0 + c1)*(x1 + c2)"),
+    ("(c0*x0 + c1)*(c2*x1 + c3)", "(c0*x0 + c1)*(x1 + c2)"),
+    ("c0*x1/(c1*x0 + c2)", "c0*x1/(x0 + c1)"),
+    ("c0*(x0 + c1*x1)", "c0*(x0 + c1*x1)"),  # x0 has no scale of its own: nothing to take
+    ("sin(c0*x0 + c1)*(c2*x1 + c3)", "sin(c0*x0 + c1)*(c2*x1 + c3)"),
 ]
 
 
@@ -107,3 +114,35 @@ def test_grammar_rejects_bad_limits() -> None:
         Grammar(())
     with pytest.raises(ValueError):
         Grammar(("x",), max_size=0)
+
+
+REDUCTIONS = [
+    # (tree, what its one-constant reductions must include)
+    # tidy then leaves one scale per product (the rest made monic)
+    ("(c0*x0 + c1)*(c2*x1 + c3)*c4", {"(c0*x0 + c1)*(x1 + c2)", "(x0 + c0)*(x1 + c1)*c2"}),
+    ("c0/x0 + c1", {"1/x0 + c0", "c0/x0"}),
+    ("c0 - x0*c1", {"-(x0*c0)", "c0 - x0"}),
+    ("x0/c0 + x1", {"x0 + x1"}),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+def test_constant_reductions_take_out_one_constant_each(text: str, expected: set[str]) -> None:
+    from sr_dist.sr.evolve.operators import constant_reductions
+
+    tree = parse_formula(text, VARIABLES).tree
+    reduced = constant_reductions(tree)
+    rendered = {render(t) for t in reduced}
+    assert expected <= rendered, rendered
+    for t in reduced:
+        assert count_constants(t) < count_constants(tree), render(t)  # tidy may merge more
+        assert parse_formula(render(t), VARIABLES).canonical  # parses back
+    assert len(rendered) == len(reduced)  # no repeats
+
+
+def test_constant_reductions_leave_constants_under_functions_and_powers() -> None:
+    from sr_dist.sr.evolve.operators import constant_reductions
+
+    assert constant_reductions(parse_formula("sin(c0*x0)**2", VARIABLES).tree) != []  # c0*x0 -> x0
+    assert constant_reductions(parse_formula("exp(c0)", VARIABLES).tree) == []
+    assert constant_reductions(parse_formula("x0", VARIABLES).tree) == []
