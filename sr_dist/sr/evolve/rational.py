@@ -11,7 +11,8 @@ term at a time, ``a*b`` explains more than ``a`` or ``b``); the joint solve does
 
 Refused: a fit whose denominator changes sign or nearly vanishes on the rows (a pole, or a
 removable one such as ``(x**2 - y**2)/(x - y)``). A constant denominator gives a polynomial,
-kept only when it has more than four monomials (the sparse sums hold the shorter ones).
+kept when it has three monomials or more (the sparse sums hold the shorter ones, and miss
+longer ones: ``(x0 + 2*x1)**3`` is four monomials a greedy pursuit does not assemble).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ DEGREES: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2), (2, 2), (3, 2), 
 HIGH_EXACT = 1e-12
 HIGH_DEGREES: tuple[tuple[int, int], ...] = ((4, 2), (2, 4), (6, 2), (2, 6))
 HIGH_DEGREE_VARS = (2, 3)
+#: Fewest monomials of a polynomial (a constant denominator) worth proposing.
+POLYNOMIAL_MIN_TERMS = 3
 #: Most unknowns in one solve (4 variables at degrees (3, 2): 35 + 15).
 MAX_UNKNOWNS = 50
 
@@ -161,9 +164,9 @@ def rational_seeds(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> list[t
             continue
         seen.add(key)
         if all(sum(e) == 0 for e, _ in bottom_c):
-            # A polynomial: the sparse sums hold those of up to four terms, not
-            # ``x0*x1*(2.5 + x1) + (x0 + x1)**3`` (six monomials).
-            if len(top) > 4:
+            # A polynomial: the sparse sums hold those of one or two terms; a greedy pursuit
+            # does not assemble ``(x0 + 2*x1)**3`` (four monomials, each a poor fit alone).
+            if len(top) >= POLYNOMIAL_MIN_TERMS:
                 out.append((_ratio_error(P, Q, y, coef), _poly(names, top, None)))
                 break
             continue

@@ -166,3 +166,13 @@ def test_two_variables_get_no_high_degree_approximant(label: str, fn: Fn) -> Non
     # keeps them out.
     X = np.random.default_rng(5).uniform(1.0, 2.0, size=(300, 2))
     assert rational_seeds(X, fn(X), ["a", "b"]) == [], label
+
+
+def test_a_cube_of_a_sum_is_proposed_as_its_four_monomials() -> None:
+    # (a + 2*b)**3: four monomials, each a poor fit alone, so the greedy sparse sums miss it.
+    X = _X(300, 0)
+    found = rational_seeds(X[:, :2], (X[:, 0] + 2 * X[:, 1]) ** 3, NAMES[:2])
+    assert len(found) == 1
+    err, tree = found[0]
+    assert err < 1e-9 and "/" not in render(tree), render(tree)
+    assert count_constants(tree) == 4, render(tree)
