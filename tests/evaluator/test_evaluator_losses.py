@@ -77,11 +77,16 @@ def test_mse_gives_what_it_gave_before_losses_existed() -> None:
     X = rng.uniform(1.0, 3.0, size=(N, 3))
     y = 2.5 * X[:, 0] ** 2 + np.sin(1.3 * X[:, 1]) / X[:, 2] + 0.01 * rng.normal(size=N)
     ds = dataset_from_arrays(X, y)
-    for ev in (Evaluator(ds), Evaluator(ds, loss="mse")):
-        results = ev.fit_many([f for f, _, _ in _GOLDEN])
-        for res, (_, constants, val_nmse) in zip(results, _GOLDEN):
-            assert res.constants == pytest.approx(constants, rel=1e-6)
-            assert res.val_nmse == pytest.approx(val_nmse, rel=1e-5)
+    default, mse = (ev.fit_many([f for f, _, _ in _GOLDEN])
+                    for ev in (Evaluator(ds), Evaluator(ds, loss="mse")))
+    for a, b in zip(default, mse, strict=True):  # the same code path: bit for bit
+        assert (a.constants, a.val_nmse) == (b.constants, b.val_nmse)
+    # The golden values are float32 fits recorded on one CPU; XLA's CPU code differs with the
+    # instruction set (a*exp(b*x0) + c, ill-conditioned, moved 5e-6 relative on another
+    # machine with the same jax), so they hold to float32 fitting precision, not to the bit.
+    for res, (_, constants, val_nmse) in zip(default, _GOLDEN, strict=True):
+        assert res.constants == pytest.approx(constants, rel=1e-4)
+        assert res.val_nmse == pytest.approx(val_nmse, rel=1e-3)
 
 
 def test_a_loss_compiles_once_per_bucket_not_per_formula() -> None:
