@@ -28,9 +28,9 @@ _POLISH_OPERATORS = ("drop_term", "constant_subtree", "delete_node")
 #: Limits for library seeds (the search's own are ``SearchConfig.max_size`` and
 #: ``max_constants``): the evaluator's largest constant bucket, and twice the default size.
 SEED_MAX_CONSTANTS = 16
+SEED_MAX_SIZE = 80
 #: Solutions (simplest first) whose one-constant reductions lead each batch once solved.
 REDUCED_SOLUTIONS = 3
-SEED_MAX_SIZE = 80
 
 
 @dataclass(frozen=True)
