@@ -401,16 +401,19 @@ def _fit_error(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...], norm: flo
     return float(np.sqrt(np.mean(r**2)) / norm), r
 
 
+def _project_out(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The residual of ``t`` and the columns of ``Z``, both orthogonal to the ``support`` columns."""
+    if not support:
+        return t, Z
+    Q, _ = np.linalg.qr(Z[:, list(support)])
+    return t - Q @ (Q.T @ t), Z - Q @ (Q.T @ Z)
+
+
 def _best_additions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...], k: int) -> list[int]:
     """The ``k`` terms whose addition lowers the least-squares error most (forward stepwise
     selection: candidates are orthogonalised against the current support, unlike plain
     matching pursuit, so a proxy such as ``log(x)`` does not hide ``x``)."""
-    if support:
-        Q, _ = np.linalg.qr(Z[:, list(support)])
-        r = t - Q @ (Q.T @ t)
-        Zp = Z - Q @ (Q.T @ Z)
-    else:
-        r, Zp = t, Z
+    r, Zp = _project_out(Z, t, support)
     norms = np.einsum("ij,ij->j", Zp, Zp)
     gains = np.where(norms > 1e-9 * len(t), (Zp.T @ r) ** 2 / np.maximum(norms, 1e-300), 0.0)
     if support:
@@ -457,10 +460,8 @@ def _pair_completions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...],
     projection of the residual on each pair, for all pairs at once. Greedy steps cannot add
     ``I1 + I2`` to ``sqrt(I1)*sqrt(I2)*cos(delta)``: alone each explains less than a proxy
     (``sqrt(I1)*sqrt(I2)``, ranked first), together they close the sum."""
-    Q, _ = np.linalg.qr(Z[:, list(support)])
-    r = t - Q @ (Q.T @ t)
-    C = Z[:, candidates]
-    Cp = C - Q @ (Q.T @ C)
+    r, Cp = _project_out(Z[:, [*support, *candidates.tolist()]], t, tuple(range(len(support))))
+    Cp = Cp[:, len(support):]
     G = Cp.T @ Cp
     b = Cp.T @ r
     gii = np.diag(G)
