@@ -31,8 +31,10 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
     Tries ``p/q * pi**k``, then ``sqrt(p/q * pi**k)`` (``|k| <= 3``, ``q <= max_denominator``),
     simplest first (no root, small ``|k|``, small ``q``). A fitted constant is accurate to a few
     parts in a million (float32 fits), so plain rationals with ``q <= 12`` and ``|k| <= 1`` are
-    accepted within ``10 * rel_tol``, fancier forms only within ``rel_tol``. Values below 1e-4 in
-    magnitude snap to 0 (no AI Feynman constant is that small).
+    accepted within ``10 * rel_tol``, fancier forms only within ``rel_tol``. Between the plain
+    forms and the roots, ``log(p/q)`` and ``exp(p/q)`` with ``q <= 10`` (:func:`_log_or_exp`),
+    within ``rel_tol``: a root with a large ``p`` matches almost any value. Values below
+    1e-4 in magnitude snap to 0 (no AI Feynman constant is that small).
     """
     import sympy
 
@@ -43,6 +45,10 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
     sign = 1 if value > 0 else -1
     magnitude = abs(value)
     for root in (False, True):
+        if root:
+            transcendental = _log_or_exp(magnitude, rel_tol)
+            if transcendental is not None:
+                return sign * transcendental
         for k in _PI_POWERS:
             scale = math.pi**k
             base = (magnitude**2 if root else magnitude) / scale
@@ -57,6 +63,34 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
                     expr = sympy.Rational(p, q) * sympy.pi**k
                     return sign * (sympy.sqrt(expr) if root else expr)
     return None
+
+
+#: The rationals tried inside ``log`` and ``exp``: denominators up to 10, ``log(r)`` for
+#: ``1 < r <= 10`` and ``exp(s)`` for ``0 < |s| <= 10``. Larger ``r`` would match almost any
+#: value (``log(p/q)`` is dense there).
+_LOG_EXP_DENOMINATOR = 10
+_LOG_MAX_ARGUMENT = 10
+_EXP_MAX_EXPONENT = 10
+
+
+def _log_or_exp(magnitude: float, rel_tol: float) -> sympy.Expr | None:
+    """``log(p/q)`` or ``exp(p/q)`` within ``rel_tol`` of ``magnitude`` (see the constants
+    above), fewest digits first: the constants ``log(c*x) = log(x) + log(c)`` and
+    ``exp(x + c) = exp(c)*exp(x)`` leave in a fitted formula. Tried after every plain
+    rational and pi form and before the roots, at the strict tolerance only."""
+    import sympy
+
+    found: list[tuple[int, sympy.Expr]] = []
+    log_s = math.log(magnitude)  # magnitude = exp(s)
+    for q in range(1, _LOG_EXP_DENOMINATOR + 1):
+        if magnitude <= math.log(_LOG_MAX_ARGUMENT):
+            p = round(math.exp(magnitude) * q)  # magnitude = log(p/q)
+            if q < p <= _LOG_MAX_ARGUMENT * q and abs(math.log(p / q) - magnitude) <= rel_tol * magnitude:
+                found.append((p + q, sympy.log(sympy.Rational(p, q))))
+        p = round(log_s * q)
+        if p != 0 and abs(p) <= _EXP_MAX_EXPONENT * q and abs(math.exp(p / q) - magnitude) <= rel_tol * magnitude:
+            found.append((abs(p) + q, sympy.exp(sympy.Rational(p, q))))
+    return min(found, key=lambda f: f[0])[1] if found else None
 
 
 def _positive(expr: sympy.Expr, variables: Sequence[str]) -> sympy.Expr:

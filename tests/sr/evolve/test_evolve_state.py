@@ -112,6 +112,12 @@ SNAP_CASES = [
     (2e-5, "0"),
     (-0.9999963045120239, "-1"),
     (0.6666656136512756, "2/3"),
+    # log(c*x) and exp(x + c) leave log(c) and exp(c) in a fitted formula.
+    (math.log(1.4), "log(7/5)"),
+    (-math.log(1.4), "-log(7/5)"),
+    (math.exp(1.7), "exp(17/10)"),
+    (math.exp(-0.3) * (1 + 1e-7), "exp(-3/10)"),
+    (math.log(1.4) * 1.001, None),
     (1.2345678, None),
     (0.1234567, None),
     (math.inf, None),
@@ -131,6 +137,10 @@ def test_snap_constant(value: float, expected: str | None) -> None:
 
 RECOVERY_CASES = [
     # (candidate, constants, truth, variables, expected)
+    # log(7/5*x2) fitted as log(x2) + c3: c3 snaps to log(7/5); a c3 off by 1e-3 does not.
+    ("x0*(c0*log(x2) + c1*x1 + c3)", {"c0": 1.0, "c1": 1.0, "c3": math.log(1.4)}, "x0*(log(7/5*x2) + x1)", ["x0", "x1", "x2"], True),
+    ("x0*(c0*log(x2) + c1*x1 + c3)", {"c0": 1.0, "c1": 1.0, "c3": math.log(1.4) + 1e-3}, "x0*(log(7/5*x2) + x1)", ["x0", "x1", "x2"], False),
+    ("c0*exp(x0) + c1", {"c0": math.exp(1.7), "c1": 1.0}, "exp(x0 + 17/10) + 1", ["x0"], True),
     ("c0*q*(Ef + c1*B*v*sin(theta))", {"c0": 1.0000001, "c1": 0.9999999}, "q*(Ef+B*v*sin(theta))", ["q", "Ef", "B", "v", "theta"], True),
     ("c0*p_d*sin(c1*theta)/(epsilon*r**3)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], True),
     ("c0*p_d*sin(c1*theta)/(epsilon*r**2)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], False),
