@@ -327,6 +327,10 @@ _WIDE_TRIPLE_SHAPES = (8, 5, 4)
 #: exp/sqrt/x**-2 in triples). The pursuit runs on each tier and those below it in turn, so a
 #: larger basis adds models without letting its proxies crowd out the simple ones.
 WIDE = 4
+#: Roots of the target a sparse sum is fitted to, and the power that undoes each: a law may
+#: be a power of a sum (``x1*(9/5 + x0*x2)**3``, ``(x0 + x1*x2)**2``), which expanded is a
+#: sum of many products no pursuit assembles.
+POWER_TRANSFORMS = {"root2": 2.0, "root3": 3.0}
 #: Most one-factor terms for the pair completion of :func:`sparse_sums` (its cost is their
 #: number squared: 16 shapes of up to six variables).
 PAIR_COMPLETION_TERMS = 96
@@ -414,33 +418,63 @@ def _best_additions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...], k: i
     selection: candidates are orthogonalised against the current support, unlike plain
     matching pursuit, so a proxy such as ``log(x)`` does not hide ``x``)."""
     r, Zp = _project_out(Z, t, support)
+    return [int(i) for i in np.argsort(-_gains(Zp, r, support))[:k]]
+
+
+#: Relative residual below which :func:`_pursuit` refits a support by least squares.
+_REFIT_BELOW = 1e-5
+
+
+def _gains(Zp: np.ndarray, r: np.ndarray, support: tuple[int, ...]) -> np.ndarray:
+    """How much each column of ``Zp`` (orthogonal to ``support``) lowers ``|r|**2``; 0 for the
+    support and for columns it already spans."""
     norms = np.einsum("ij,ij->j", Zp, Zp)
-    gains = np.where(norms > 1e-9 * len(t), (Zp.T @ r) ** 2 / np.maximum(norms, 1e-300), 0.0)
+    gains: np.ndarray = np.where(norms > 1e-9 * len(r), (Zp.T @ r) ** 2 / np.maximum(norms, 1e-300), 0.0)
     if support:
         gains[list(support)] = 0.0
-    return [int(i) for i in np.argsort(-gains)[:k]]
+    return gains
 
 
 def _pursuit(Z: np.ndarray, t: np.ndarray, max_terms: int, beam: int, first_beam: int) -> dict[tuple[int, ...], float]:
+    """Beam forward stepwise selection (:func:`_best_additions` at each step): every support
+    it tries, with its relative residual. A support's residual and its columns, orthogonalised
+    against it, pass to its children by one Gram-Schmidt step each; a child's error comes from
+    its gain (``|r|**2 - gain``), and from a least-squares refit once it is below
+    ``_REFIT_BELOW``, where that difference would lose the digits the exactness bars need."""
+    n = len(t)
     norm = float(np.sqrt(np.mean(t**2))) or 1.0
     results: dict[tuple[int, ...], float] = {}
-    frontier: list[tuple[int, ...]] = [()]
+    frontier: list[tuple[tuple[int, ...], np.ndarray, np.ndarray]] = [((), t, Z)]
     for step in range(max_terms):
-        candidates: dict[tuple[int, ...], float] = {}
-        for support in frontier:
-            for k in _best_additions(Z, t, support, first_beam if step == 0 else beam):
-                new = tuple(sorted(support + (k,)))
-                if new not in candidates and new not in results:
-                    candidates[new], _ = _fit_error(Z, t, new, norm)
+        width = first_beam if step == 0 else beam
+        candidates: dict[tuple[int, ...], tuple[float, int, int]] = {}
+        for f, (support, r, Zp) in enumerate(frontier):
+            gains = _gains(Zp, r, support)
+            rr = float(r @ r)
+            for k in np.argsort(-gains)[:width]:
+                new = tuple(sorted(support + (int(k),)))
+                if new in candidates or new in results:
+                    continue
+                err = float(np.sqrt(max(rr - gains[k], 0.0) / n)) / norm
+                if err < _REFIT_BELOW:
+                    err, _ = _fit_error(Z, t, new, norm)
+                candidates[new] = (err, f, int(k))
         if not candidates:
             break
-        results.update(candidates)
-        frontier = sorted(candidates, key=candidates.__getitem__)[: (first_beam if step == 0 else beam)]
-        if candidates[frontier[0]] < 1e-9:
+        results.update({support: c[0] for support, c in candidates.items()})
+        chosen = sorted(candidates, key=lambda c: candidates[c][0])[:width]
+        children = []
+        for support in chosen if step + 1 < max_terms else ():
+            _, f, k = candidates[support]
+            _, r, Zp = frontier[f]
+            q = Zp[:, k] / np.sqrt(Zp[:, k] @ Zp[:, k])
+            children.append((support, r - q * (q @ r), Zp - np.outer(q, q @ Zp)))
+        frontier = children
+        if candidates[chosen[0]][0] < 1e-9:
             # An exact support may carry terms picked before the right ones (a proxy first,
             # then the law, with the proxy's coefficient gone to zero): drop what it does
             # not need (backward elimination).
-            support = frontier[0]
+            support = chosen[0]
             while len(support) > 1:
                 drops = {tuple(j for j in support if j != i): 0.0 for i in support}
                 for smaller in drops:
@@ -482,6 +516,21 @@ def _pair_completions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...],
     return out
 
 
+def _single_completions(Z: np.ndarray, t: np.ndarray, first: int, candidates: np.ndarray,
+                        max_terms: int, beam: int, first_beam: int) -> dict[tuple[int, ...], float]:
+    """``first`` plus each support :func:`_pursuit` finds among ``candidates`` for what
+    ``first`` leaves of ``t`` (``candidates`` orthogonalised against it), with its relative
+    residual on ``t`` (the residual of the completion on what ``first`` leaves is the same)."""
+    others = candidates[candidates != first]
+    if max_terms < 1 or not len(others):
+        return {}
+    r, Zp = _project_out(Z[:, [first, *others.tolist()]], t, (0,))
+    scale = float(np.sqrt(np.mean(r**2)) / (np.sqrt(np.mean(t**2)) or 1.0))
+    found = _pursuit(Zp[:, 1:], r, max_terms, beam, first_beam)
+    return {tuple(sorted((first, *(int(others[i]) for i in support)))): err * scale
+            for support, err in found.items()}
+
+
 def sparse_sums(
     basis: _Basis, target: np.ndarray, max_terms: int = 4, beam: int = 3, first_beam: int = 6
 ) -> list[tuple[float, list[Node]]]:
@@ -502,15 +551,26 @@ def sparse_sums(
         for support, err in _pursuit(basis.Z[:, columns], t, max_terms, beam, first_beam).items():
             found.setdefault(tuple(int(columns[i]) for i in support), err)
     if min(found.values(), default=1.0) > 1e-9:
-        # Nothing exact: each of the best single terms plus the best pair of one-factor terms
-        # (a law such as ``I1 + I2 + 2*sqrt(I1*I2)*cos(delta)``).
+        # Nothing exact: each of the best single terms (of the whole basis, and of the terms
+        # of one or two factors, where a product of three does not outrank ``x3*x4``) plus the
+        # best pair of one-factor terms (a law such as ``I1 + I2 + 2*sqrt(I1*I2)*cos(delta)``),
+        # and plus a pursuit over the one-factor terms alone (``x3*x4 + 2.2*x0 + x1 + x2``:
+        # after ``x3*x4`` a greedy step over every term picks products such as
+        # ``sqrt(x0)*x1`` that stand in for the sum).
         singles = np.flatnonzero(basis.order == 1)
         if 2 <= len(singles) <= PAIR_COMPLETION_TERMS:
             norm = float(np.sqrt(np.mean(t**2))) or 1.0
-            for first in _best_additions(basis.Z, t, (), first_beam):
+            pairs = np.flatnonzero(basis.order <= 2)
+            firsts = dict.fromkeys([*_best_additions(basis.Z, t, (), first_beam),
+                                    *(int(pairs[i]) for i in _best_additions(basis.Z[:, pairs], t, (), first_beam))])
+            for first in firsts:
                 for support in _pair_completions(basis.Z, t, (first,), singles):
                     if len(set(support)) == 3 and support not in found:
                         found[support], _ = _fit_error(basis.Z, t, support, norm)
+                completions = _single_completions(basis.Z, t, first, singles, max_terms - 1, beam, first_beam)
+                for support, err in completions.items():
+                    if support not in found:
+                        found[support] = err
     ranked = sorted(found.items(), key=lambda kv: (kv[1] > 1e-7, len(kv[0]), int(basis.order[list(kv[0])].sum()), kv[1]))
     return [(err, [basis.terms[i] for i in support]) for support, err in ranked]
 
@@ -659,6 +719,8 @@ def _sparse_candidates(
             body = unary("sqrt", body)
         elif transform in ("sin", "tan"):
             body = unary("arc" + transform, body)
+        elif transform in POWER_TRANSFORMS:
+            body = binary("pow", body, num(POWER_TRANSFORMS[transform]))
         tree = body if outer is None else binary("mul", outer, body)
         if math.isfinite(err):
             (exact if err < 1e-6 else loose).append((err, tree))
@@ -672,6 +734,8 @@ def _sparse_candidates(
             transforms = [("id", z), ("inv", 1 / z)]
             if np.all(z > 0):
                 transforms.append(("sq", z**2))
+                transforms.append(("root2", np.sqrt(z)))
+            transforms.append(("root3", np.cbrt(z)))
             if not outer_exps and np.max(np.abs(z)) < np.pi / 2:
                 # An angle: the law may be arcsin or arctan of a sum (Snell's law, diffraction).
                 transforms += [("sin", np.sin(z)), ("tan", np.tan(z))]

@@ -236,3 +236,49 @@ def test_the_interference_law_is_a_sparse_sum_found_first() -> None:
     assert k == 4, text
     fit = least_squares(lambda c: evaluate(first, NAMES, X, c) - y, np.ones(k), method="lm")
     assert np.mean(fit.fun**2) / np.var(y) < 1e-20, text
+
+
+def test_a_sum_of_one_product_and_three_variables_is_found_first() -> None:
+    # x3*x4 + 2.2*x0 + x1 + x2 under a cube: after x3*x4 a greedy step over every term picks
+    # proxies (sqrt(x0)*x1) of the sum; the pursuit over one-factor terms completes it, and
+    # the cube root of the target makes it a sum at all.
+    names = ("x0", "x1", "x2", "x3", "x4")
+    X = np.random.default_rng(3).uniform(0.5, 4, size=(400, 5))
+    y = (2.2 * X[:, 0] + X[:, 1] + X[:, 2] + X[:, 3] * X[:, 4]) ** 3
+    first = seed_library(names, Sample(X, y))[0]
+    text = render(first)
+    assert text.endswith("**3") and "x3*x4" in text, text
+    k = count_constants(first)
+    fit = least_squares(lambda c: evaluate(first, names, X, c) - y, np.ones(k), method="lm")
+    assert np.mean(fit.fun**2) / np.var(y) < 1e-20, text
+
+
+def test_a_power_of_a_sum_times_a_power_law_is_proposed_as_such() -> None:
+    # x1*(9/5 + x0*x2)**3: expanded, four products of x0*x2 times x1 (which a rational seed
+    # finds, with more constants than the law); the cube root of y/x1 is a sum of one term.
+    X = np.random.default_rng(4).uniform(0.5, 3, size=(400, 3))
+    y = X[:, 1] * (1.8 + X[:, 0] * X[:, 2]) ** 3
+    first = seed_library(NAMES, Sample(X, y))[0]
+    text = render(first)
+    assert count_constants(first) <= 2 and text.endswith("**3"), text
+    k = count_constants(first)
+    fit = least_squares(lambda c: evaluate(first, NAMES, X, c) - y, np.ones(k), method="lm")
+    assert np.mean(fit.fun**2) / np.var(y) < 1e-20, text
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pursuit_errors_are_the_least_squares_errors_of_their_supports(seed: int) -> None:
+    # The pursuit passes projections from parent to child and reads errors from gains: each
+    # must match a least-squares refit of the support.
+    from sr_dist.sr.evolve.seeding import _fit_error, _pursuit
+
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(120, 40))
+    t = Z[:, [3, 17]] @ np.array([1.5, -0.7]) + 0.3 * rng.normal(size=120)
+    t = t - t.mean()
+    norm = float(np.sqrt(np.mean(t**2)))
+    found = _pursuit(Z, t, 4, 3, 6)
+    assert len(found) > 10
+    for support, err in found.items():
+        assert err == pytest.approx(_fit_error(Z, t, support, norm)[0], rel=1e-9, abs=1e-12), support
+    assert min(found, key=found.__getitem__)[:2] == (3, 17) or {3, 17} <= set(min(found, key=found.__getitem__))
