@@ -17,11 +17,14 @@ from sr_dist.sr.evolve.decompose import (
     additive_test,
     affine_test,
     best_affine,
+    best_product,
     best_split,
     decomposition_seeds,
     evaluate,
     find_symmetries,
     multiplicative_test,
+    product_test,
+    solve,
     substitute,
     symmetry_test,
 )
@@ -282,3 +285,43 @@ def test_pursuit_errors_are_the_least_squares_errors_of_their_supports(seed: int
     for support, err in found.items():
         assert err == pytest.approx(_fit_error(Z, t, support, norm)[0], rel=1e-9, abs=1e-12), support
     assert min(found, key=found.__getitem__)[:2] == (3, 17) or {3, 17} <= set(min(found, key=found.__getitem__))
+
+
+def _signed_product_sample() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.uniform(0.1, 4, 400), rng.uniform(0.5, 1.5, 400), rng.uniform(2, 3, 400),
+                         rng.uniform(1, 9, 400), rng.uniform(0.1, 4, 400)])
+    return X, (3.2 * X[:, 1] + X[:, 0] * X[:, 2]) * (1.2 * X[:, 3] - np.exp(X[:, 4]))
+
+
+def test_a_product_whose_target_changes_sign_is_split_and_solved() -> None:
+    # log|t| is undefined where t crosses 0, so the additive test on it cannot see the
+    # product; the rank-one test does, and the parts are solved from its two factors.
+    X, y = _signed_product_sample()
+    assert y.min() < 0 < y.max()
+    verdict, _, _ = product_test(X, y, (0, 1, 2), (3, 4))
+    assert verdict.accepted and verdict.restricted < 1e-9, verdict
+    found = best_product(X, y)
+    assert found is not None and {found[0], found[1]} == {(0, 1, 2), (3, 4)}
+    names = ("x0", "x1", "x2", "x3", "x4")
+    best = solve(names, X, y, depth=3, leaves=False)[0]
+    assert best.error < 1e-9, render(best.tree)
+    k = count_constants(best.tree)
+    fit = least_squares(lambda c: evaluate(best.tree, names, X, c) - y, np.ones(k), method="lm")
+    assert np.mean(fit.fun**2) / np.var(y) < 1e-20, render(best.tree)
+
+
+@pytest.mark.parametrize("label,fn", [
+    ("a product plus a cross term", lambda X: (X[:, 0] - 2) * (X[:, 3] - 5) + 0.5 * X[:, 0] * X[:, 4]),
+    ("a sine of a product", lambda X: np.sin(X[:, 0] * X[:, 3])),
+])
+def test_no_product_split_where_there_is_none(label: str, fn: Callable[[np.ndarray], np.ndarray]) -> None:
+    X, _ = _signed_product_sample()
+    y = fn(X)
+    assert y.min() < 0 < y.max(), label
+    assert best_product(X, y) is None, label
+
+
+def test_product_test_leaves_one_signed_targets_to_the_log_split() -> None:
+    X, y = _signed_product_sample()
+    assert best_product(X, np.abs(y) + 1) is None
