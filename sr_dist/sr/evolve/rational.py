@@ -38,13 +38,14 @@ MAX_VARS = 6
 DEGREES: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2), (2, 2), (3, 2), (2, 3))
 #: Higher degrees, tried after ``DEGREES`` for two or three variables only: the square of a
 #: relativistic law is one (``(v/sqrt(1 - v**2/c**2))**2 = v**2*c**2/(c**2 - v**2)``, degrees
-#: (4, 2); ``c**6/(c**2 - v**2)``, (6, 2)). Not for one variable, where a ratio of that many
+#: (4, 2); ``c**6/(c**2 - v**2)``, (6, 2)); a sum of two ratios with different denominators
+#: is (3, 3) (``(a + b)/c**2 + (a + 1.9)/(c + 2.7)``). Not for one variable, where a ratio of that many
 #: coefficients approximates any smooth curve on a short range to the exactness bar. In two
 #: variables they pass ``EXACT`` on smooth non-rational surfaces too (``exp(a)*b``,
 #: ``sqrt(a + b)`` on [1, 2]**2 at 3e-9 to 9e-8), so they must meet ``HIGH_EXACT``: a true ratio
 #: fits to float64 rounding (1e-15), an approximant no closer than 1e-9.
 HIGH_EXACT = 1e-12
-HIGH_DEGREES: tuple[tuple[int, int], ...] = ((4, 2), (2, 4), (6, 2), (2, 6))
+HIGH_DEGREES: tuple[tuple[int, int], ...] = ((3, 3), (4, 2), (2, 4), (6, 2), (2, 6))
 HIGH_DEGREE_VARS = (2, 3)
 #: Fewest monomials of a polynomial (a constant denominator) worth proposing.
 POLYNOMIAL_MIN_TERMS = 3

@@ -176,3 +176,13 @@ def test_a_cube_of_a_sum_is_proposed_as_its_four_monomials() -> None:
     err, tree = found[0]
     assert err < 1e-9 and "/" not in render(tree), render(tree)
     assert count_constants(tree) == 4, render(tree)
+
+
+def test_a_sum_of_two_ratios_with_different_denominators_is_degree_three_over_three() -> None:
+    X = np.random.default_rng(8).uniform(0.5, 4.0, size=(300, 3))
+    y = (X[:, 0] + X[:, 1]) / X[:, 2] ** 2 + (1.9 + X[:, 0]) / (X[:, 2] + 2.7)
+    found = rational_seeds(X, y, list(NAMES))
+    assert len(found) == 1
+    err, tree = found[0]
+    assert err < 1e-12, render(tree)
+    assert _fresh_nmse(tree, lambda X: (X[:, 0] + X[:, 1]) / X[:, 2] ** 2 + (1.9 + X[:, 0]) / (X[:, 2] + 2.7)) < 1e-20
