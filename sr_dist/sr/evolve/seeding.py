@@ -336,7 +336,8 @@ POWER_TRANSFORMS = {"root2": 2.0, "root3": 3.0}
 PAIR_COMPLETION_TERMS = 96
 
 
-def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_terms: int) -> _Basis | None:
+def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_terms: int,
+           shape_products: bool = False) -> _Basis | None:
     units: list[list[tuple[Node, np.ndarray]]] = []
     with np.errstate(all="ignore"):
         for name, j in zip(names, columns):
@@ -372,6 +373,12 @@ def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_ter
                         out.append((*mul(first, second), WIDE))
                 log_sq = (binary("pow", group[9][0], num(2.0)), group[9][1] ** 2)
                 out.append((*mul(group[0], log_sq), WIDE))
+            # ... and, for the whole problem, those times a shape of the other variable
+            # (``x1*log(x1)/x0``; 480 terms, too many for the decomposition's small parts).
+            for a, b in itertools.permutations(range(len(units)), 2) if shape_products else ():
+                for (_, first), (j, second) in itertools.combinations(enumerate(units[a][:10]), 2):
+                    if j > 5:
+                        out.extend((*mul(first, second, other), WIDE) for other in units[b][:8])
         if len(units) <= 3:
             # Every shape of each variable in a pair (``x0 * x2*sin(x2)``).
             for a, b in pairs:
@@ -421,6 +428,9 @@ def _best_additions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...], k: i
     return [int(i) for i in np.argsort(-_gains(Zp, r, support))[:k]]
 
 
+#: Largest basis for which :func:`sparse_sums` pairs every one-factor term with its best
+#: partner when nothing exact was found (one projection of the basis per one-factor term).
+SINGLE_PAIR_TERMS = 1200
 #: Relative residual below which :func:`_pursuit` refits a support by least squares.
 _REFIT_BELOW = 1e-5
 
@@ -531,13 +541,32 @@ def _single_completions(Z: np.ndarray, t: np.ndarray, first: int, candidates: np
             for support, err in found.items()}
 
 
+def _best_partners(Z: np.ndarray, t: np.ndarray, firsts: np.ndarray, keep: int = 2) -> list[tuple[int, ...]]:
+    """For each of ``firsts``, itself and each of the ``keep`` columns of ``Z`` that lower the
+    least-squares error most beside it: every such pair scored at once from ``Z[:, firsts].T @ Z``
+    (the columns of ``Z`` are standardised, ``|z|**2 = n``; ``t`` is centred)."""
+    n = len(t)
+    C = Z[:, firsts].T @ Z / np.sqrt(n)  # q_s . z_k with q_s = z_s / sqrt(n)
+    qt = Z[:, firsts].T @ t / np.sqrt(n)
+    zt = Z.T @ t
+    with np.errstate(all="ignore"):
+        rest = n - C**2  # |z_k|**2 once q_s is projected out
+        gains = np.where(rest > 1e-9 * n, (zt[None, :] - C * qt[:, None]) ** 2 / rest, 0.0)
+    gains[np.arange(len(firsts)), firsts] = 0.0
+    best = np.argsort(-gains, axis=1)[:, :keep]
+    return [tuple(sorted((int(s), int(k)))) for s, row in zip(firsts, best, strict=True) for k in row]
+
+
 def sparse_sums(
-    basis: _Basis, target: np.ndarray, max_terms: int = 4, beam: int = 3, first_beam: int = 6
+    basis: _Basis, target: np.ndarray, max_terms: int = 4, beam: int = 3, first_beam: int = 6,
+    every_pair: bool = False,
 ) -> list[tuple[float, list[Node]]]:
     """Sparse linear models ``target ~ c0 + sum(c_k t_k)`` found by beam matching pursuit.
 
     The search runs on the one-factor terms, then on all terms, so simple sums are not crowded
-    out by products that correlate better one at a time.
+    out by products that correlate better one at a time. With ``every_pair`` (the whole
+    problem's sums, not the decomposition's many small ones), each one-factor term is also
+    tried with its best partner when nothing exact turned up.
     Returns ``(relative residual, terms)`` pairs: near-exact models first, fewest terms first.
     """
     if not np.all(np.isfinite(target)) or np.std(target) == 0:
@@ -571,6 +600,12 @@ def sparse_sums(
                 for support, err in completions.items():
                     if support not in found:
                         found[support] = err
+            if every_pair and basis.Z.shape[1] <= SINGLE_PAIR_TERMS:
+                # Every one-factor term with its best partners from the whole basis
+                # (``log(x1) + x1*log(x1)/x0``: neither term is among the best first steps).
+                for support in _best_partners(basis.Z, t, singles):
+                    if support not in found:
+                        found[support], _ = _fit_error(basis.Z, t, support, norm)
     ranked = sorted(found.items(), key=lambda kv: (kv[1] > 1e-7, len(kv[0]), int(basis.order[list(kv[0])].sum()), kv[1]))
     return [(err, [basis.terms[i] for i in support]) for support, err in ranked]
 
@@ -742,13 +777,13 @@ def _sparse_candidates(
         # The sum carries its own constants, so the power-law part has none.
         outer = _monomial(outer_exps, with_const=False) if outer_exps else None
         names = [v for v in variables if v not in outer_exps]
-        basis = _basis(sample, names, [index[v] for v in names], max_basis) if names else None
+        basis = _basis(sample, names, [index[v] for v in names], max_basis, shape_products=True) if names else None
         if basis is None:
             continue
         for transform, target in transforms:
             if not np.all(np.isfinite(target)):
                 continue
-            for err, terms in sparse_sums(basis, target)[:4]:
+            for err, terms in sparse_sums(basis, target, every_pair=True)[:4]:
                 if transform in ("sin", "tan"):
                     # Without the intercept first: from all-ones constants ``arcsin(c0*x + c1)``
                     # is undefined on every row (c1 = 1) and the fit may never start; laws

@@ -325,3 +325,33 @@ def test_no_product_split_where_there_is_none(label: str, fn: Callable[[np.ndarr
 def test_product_test_leaves_one_signed_targets_to_the_log_split() -> None:
     X, y = _signed_product_sample()
     assert best_product(X, np.abs(y) + 1) is None
+
+
+def test_a_one_factor_term_and_its_partner_are_found_where_greedy_steps_miss_both() -> None:
+    # log(x1)*(x0 + x1)/x0 = log(x1) + x1*log(x1)/x0: neither term is among the best first
+    # steps; every one-factor term paired with its best partner finds the sum.
+    names = ("x0", "x1")
+    X = np.random.default_rng(6).uniform(0.5, 4.5, size=(400, 2))
+    y = np.log(X[:, 1]) * (X[:, 0] + X[:, 1]) / X[:, 0]
+    first = seed_library(names, Sample(X, y))[0]
+    text = render(first)
+    assert "log(x1)" in text and count_constants(first) <= 3, text
+    k = count_constants(first)
+    fit = least_squares(lambda c: evaluate(first, names, X, c) - y, np.ones(k), method="lm")
+    assert np.mean(fit.fun**2) / np.var(y) < 1e-20, text
+
+
+def test_best_partners_scores_each_pair_as_least_squares_does() -> None:
+    from sr_dist.sr.evolve.seeding import _best_partners, _fit_error
+
+    rng = np.random.default_rng(9)
+    V = rng.normal(size=(150, 30))
+    Z = (V - V.mean(axis=0)) / V.std(axis=0)
+    t = 2 * Z[:, 4] - Z[:, 21] + 0.01 * rng.normal(size=150)
+    t = t - t.mean()
+    pairs = _best_partners(Z, t, np.arange(10), keep=3)
+    assert (4, 21) in pairs
+    norm = float(np.sqrt(np.mean(t**2)))
+    # Brute force: for first 4 the best partner by least squares is 21.
+    errs = {k: _fit_error(Z, t, tuple(sorted((4, k))), norm)[0] for k in range(30) if k != 4}
+    assert min(errs, key=errs.__getitem__) == 21
