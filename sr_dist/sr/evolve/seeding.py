@@ -430,7 +430,7 @@ def _best_additions(Z: np.ndarray, t: np.ndarray, support: tuple[int, ...], k: i
 
 #: Largest basis for which :func:`sparse_sums` pairs every one-factor term with its best
 #: partner when nothing exact was found (one projection of the basis per one-factor term).
-SINGLE_PAIR_TERMS = 1200
+SINGLE_PAIR_TERMS = 5000
 #: Relative residual below which :func:`_pursuit` refits a support by least squares.
 _REFIT_BELOW = 1e-5
 
@@ -541,11 +541,13 @@ def _single_completions(Z: np.ndarray, t: np.ndarray, first: int, candidates: np
             for support, err in found.items()}
 
 
-def _best_partners(Z: np.ndarray, t: np.ndarray, firsts: np.ndarray, keep: int = 2) -> list[tuple[int, ...]]:
+def _best_partners(Z: np.ndarray, t: np.ndarray, firsts: np.ndarray, keep: int = 2) -> dict[tuple[int, ...], float]:
     """For each of ``firsts``, itself and each of the ``keep`` columns of ``Z`` that lower the
-    least-squares error most beside it: every such pair scored at once from ``Z[:, firsts].T @ Z``
-    (the columns of ``Z`` are standardised, ``|z|**2 = n``; ``t`` is centred)."""
+    least-squares error most beside it, with the pair's relative residual: every pair scored at
+    once from ``Z[:, firsts].T @ Z`` (the columns of ``Z`` are standardised, ``|z|**2 = n``;
+    ``t`` is centred), refitted by least squares below ``_REFIT_BELOW``."""
     n = len(t)
+    norm = float(np.sqrt(np.mean(t**2))) or 1.0
     C = Z[:, firsts].T @ Z / np.sqrt(n)  # q_s . z_k with q_s = z_s / sqrt(n)
     qt = Z[:, firsts].T @ t / np.sqrt(n)
     zt = Z.T @ t
@@ -554,7 +556,14 @@ def _best_partners(Z: np.ndarray, t: np.ndarray, firsts: np.ndarray, keep: int =
         gains = np.where(rest > 1e-9 * n, (zt[None, :] - C * qt[:, None]) ** 2 / rest, 0.0)
     gains[np.arange(len(firsts)), firsts] = 0.0
     best = np.argsort(-gains, axis=1)[:, :keep]
-    return [tuple(sorted((int(s), int(k)))) for s, row in zip(firsts, best, strict=True) for k in row]
+    left = float(t @ t) - qt**2  # what each first leaves
+    out: dict[tuple[int, ...], float] = {}
+    for i, (s, row) in enumerate(zip(firsts, best, strict=True)):
+        for k in row:
+            support = tuple(sorted((int(s), int(k))))
+            err = float(np.sqrt(max(left[i] - gains[i, k], 0.0) / n)) / norm
+            out[support] = _fit_error(Z, t, support, norm)[0] if err < _REFIT_BELOW else err
+    return out
 
 
 def sparse_sums(
@@ -603,9 +612,9 @@ def sparse_sums(
             if every_pair and basis.Z.shape[1] <= SINGLE_PAIR_TERMS:
                 # Every one-factor term with its best partners from the whole basis
                 # (``log(x1) + x1*log(x1)/x0``: neither term is among the best first steps).
-                for support in _best_partners(basis.Z, t, singles):
+                for support, err in _best_partners(basis.Z, t, singles).items():
                     if support not in found:
-                        found[support], _ = _fit_error(basis.Z, t, support, norm)
+                        found[support] = err
     ranked = sorted(found.items(), key=lambda kv: (kv[1] > 1e-7, len(kv[0]), int(basis.order[list(kv[0])].sum()), kv[1]))
     return [(err, [basis.terms[i] for i in support]) for support, err in ranked]
 

@@ -352,6 +352,8 @@ def test_best_partners_scores_each_pair_as_least_squares_does() -> None:
     pairs = _best_partners(Z, t, np.arange(10), keep=3)
     assert (4, 21) in pairs
     norm = float(np.sqrt(np.mean(t**2)))
+    for support, err in pairs.items():
+        assert err == pytest.approx(_fit_error(Z, t, support, norm)[0], rel=1e-8, abs=1e-12), support
     # Brute force: for first 4 the best partner by least squares is 21.
     errs = {k: _fit_error(Z, t, tuple(sorted((4, k))), norm)[0] for k in range(30) if k != 4}
     assert min(errs, key=errs.__getitem__) == 21
