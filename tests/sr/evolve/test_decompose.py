@@ -357,3 +357,17 @@ def test_best_partners_scores_each_pair_as_least_squares_does() -> None:
     # Brute force: for first 4 the best partner by least squares is 21.
     errs = {k: _fit_error(Z, t, tuple(sorted((4, k))), norm)[0] for k in range(30) if k != 4}
     assert min(errs, key=errs.__getitem__) == 21
+
+
+def test_a_one_signed_product_is_solved_from_its_rank_one_factors() -> None:
+    # (exp(x0) - 2.2*x2) * x3*(2.9 + x1): the split of log|t| names the groups, but its
+    # components are too coarse to solve exp(x0) - 2.2*x2 from; the rank-one factors are not.
+    rng = np.random.default_rng(11)
+    X = np.column_stack([rng.uniform(2, 6, 400), rng.uniform(0.5, 2.5, 400), rng.uniform(0.1, 1.1, 400),
+                         rng.uniform(1, 3, 400)])
+    y = (np.exp(X[:, 0]) - 2.2 * X[:, 2]) * X[:, 3] * (2.9 + X[:, 1])
+    assert best_product(X, y) is None  # one sign: left to the split of log|t| ...
+    found = best_product(X, y, any_sign=True)  # ... unless asked
+    assert found is not None and {found[0], found[1]} == {(0, 2), (1, 3)}
+    best = solve(("x0", "x1", "x2", "x3"), X, y, depth=3, leaves=False)[0]
+    assert best.error < 1e-9, render(best.tree)
