@@ -575,7 +575,7 @@ def sparse_sums(
     The search runs on the one-factor terms, then on all terms, so simple sums are not crowded
     out by products that correlate better one at a time. With ``every_pair`` (the whole
     problem's sums, not the decomposition's many small ones), each one-factor term is also
-    tried with its best partner when nothing exact turned up.
+    tried with its two best partners when nothing exact turned up.
     Returns ``(relative residual, terms)`` pairs: near-exact models first, fewest terms first.
     """
     if not np.all(np.isfinite(target)) or np.std(target) == 0:
