@@ -331,6 +331,9 @@ WIDE = 4
 #: be a power of a sum (``x1*(9/5 + x0*x2)**3``, ``(x0 + x1*x2)**2``), which expanded is a
 #: sum of many products no pursuit assembles.
 POWER_TRANSFORMS = {"root2": 2.0, "root3": 3.0}
+#: Widest target (max - min) whose exp :func:`_sparse_candidates` fits as a sparse sum: past
+#: it the largest rows alone decide the fit.
+EXP_TRANSFORM_RANGE = 20.0
 #: Most one-factor terms for the pair completion of :func:`sparse_sums` (its cost is their
 #: number squared: 16 shapes of up to six variables).
 PAIR_COMPLETION_TERMS = 96
@@ -566,6 +569,54 @@ def _best_partners(Z: np.ndarray, t: np.ndarray, firsts: np.ndarray, keep: int =
     return out
 
 
+#: Largest basis for which :func:`sparse_sums` scores every pair of terms with its best third
+#: when nothing exact was found (a basis over one variable has 47 terms).
+EXHAUSTIVE_TERMS = 64
+
+
+def _all_triples(Z: np.ndarray, t: np.ndarray, keep: int = 8) -> dict[tuple[int, ...], float]:
+    """The ``keep`` best supports of three terms among those made of every pair of columns and
+    the column that lowers the error most beside it, with their relative residuals. Beam steps
+    miss ``exp(x)/x + exp(x)/x**2 + x**2``: its terms are collinear, and alone each explains
+    less than proxies such as ``exp(x)``. For each first column the others are projected off
+    it, and each second column's best third is read from one product, as in
+    :func:`_best_partners`."""
+    n, m = Z.shape
+    norm = float(np.sqrt(np.mean(t**2))) or 1.0
+    scored: dict[tuple[int, ...], float] = {}
+    for i in range(m):
+        r, Zp = _project_out(Z, t, (i,))
+        norms = np.einsum("ij,ij->j", Zp, Zp)
+        live = norms > 1e-9 * n
+        live[: i + 1] = False
+        if not live.any():
+            continue
+        with np.errstate(all="ignore"):
+            Q = Zp / np.sqrt(np.where(live, norms, 1.0))
+            C = Q[:, live].T @ Zp  # q_j . z_k, j live
+            qr = Q[:, live].T @ r
+            zr = Zp.T @ r
+            rest = norms[None, :] - C**2
+            gains = np.where(rest > 1e-9 * n, (zr[None, :] - C * qr[:, None]) ** 2 / rest, 0.0)
+        gains[:, ~(norms > 1e-9 * n)] = 0.0
+        gains[:, i] = 0.0
+        seconds = np.flatnonzero(live)
+        gains[np.arange(len(seconds)), seconds] = 0.0
+        best = np.argmax(gains, axis=1)
+        top = gains[np.arange(len(seconds)), best]
+        left = float(r @ r) - qr**2
+        errs = np.where(top > 0, np.sqrt(np.maximum(left - top, 0.0) / n) / norm, np.inf)
+        for row in np.argsort(errs)[:keep]:
+            if not np.isfinite(errs[row]):
+                break
+            scored[tuple(sorted((i, int(seconds[row]), int(best[row]))))] = float(errs[row])
+    out: dict[tuple[int, ...], float] = {}
+    for support in sorted(scored, key=scored.__getitem__)[:keep]:
+        err = scored[support]
+        out[support] = _fit_error(Z, t, support, norm)[0] if err < _REFIT_BELOW else err
+    return out
+
+
 def sparse_sums(
     basis: _Basis, target: np.ndarray, max_terms: int = 4, beam: int = 3, first_beam: int = 6,
     every_pair: bool = False,
@@ -615,6 +666,9 @@ def sparse_sums(
                 for support, err in _best_partners(basis.Z, t, singles).items():
                     if support not in found:
                         found[support] = err
+    if min(found.values(), default=1.0) > 1e-9 and basis.Z.shape[1] <= EXHAUSTIVE_TERMS:
+        for support, err in _all_triples(basis.Z, t).items():
+            found.setdefault(support, err)
     ranked = sorted(found.items(), key=lambda kv: (kv[1] > 1e-7, len(kv[0]), int(basis.order[list(kv[0])].sum()), kv[1]))
     return [(err, [basis.terms[i] for i in support]) for support, err in ranked]
 
@@ -748,8 +802,9 @@ def _sparse_candidates(
     max_basis: int = 4500, max_rows: int = 256,
 ) -> tuple[list[Node], list[Node]]:
     """``power-law part * g(sparse model over the other variables)`` for each candidate
-    power-law part, ``g`` in (identity, reciprocal, square root) and sparse sums and ratios of
-    sums; returns (near-exact, rest)."""
+    power-law part, ``g`` in (identity, reciprocal, square root, square, cube; without a
+    power-law part also log, exp, arcsin, arctan) and sparse sums and ratios of sums;
+    returns (near-exact, rest)."""
     exact: list[tuple[float, Node]] = []
     loose: list[tuple[float, Node]] = []
     index = {v: j for j, v in enumerate(variables)}
@@ -765,6 +820,10 @@ def _sparse_candidates(
             body = unary("arc" + transform, body)
         elif transform in POWER_TRANSFORMS:
             body = binary("pow", body, num(POWER_TRANSFORMS[transform]))
+        elif transform == "exp":
+            body = unary("log", body)
+        elif transform == "log":
+            body = unary("exp", body)
         tree = body if outer is None else binary("mul", outer, body)
         if math.isfinite(err):
             (exact if err < 1e-6 else loose).append((err, tree))
@@ -780,6 +839,13 @@ def _sparse_candidates(
                 transforms.append(("sq", z**2))
                 transforms.append(("root2", np.sqrt(z)))
             transforms.append(("root3", np.cbrt(z)))
+            if not outer_exps and np.ptp(z) < EXP_TRANSFORM_RANGE:
+                # The log of a sum (``x2 + log(x1**3 + exp(x0))``: its exp is a sum of two
+                # products) ...
+                transforms.append(("exp", np.exp(z - np.max(z))))
+            if not outer_exps and np.all(z > 0):
+                # ... and the exp of one (``x2*exp(x0*x1)``: beyond a power law).
+                transforms.append(("log", np.log(z)))
             if not outer_exps and np.max(np.abs(z)) < np.pi / 2:
                 # An angle: the law may be arcsin or arctan of a sum (Snell's law, diffraction).
                 transforms += [("sin", np.sin(z)), ("tan", np.tan(z))]

@@ -118,6 +118,9 @@ SNAP_CASES = [
     (math.exp(1.7), "exp(17/10)"),
     (math.exp(-0.3) * (1 + 1e-7), "exp(-3/10)"),
     (math.log(1.4) * 1.001, None),
+    # (c*x/y)**3 expanded leaves c**3, whose denominator is past the plain bound.
+    (4.096, "512/125"),
+    (-0.244140625 * (1 + 1e-7), "-125/512"),
     (1.2345678, None),
     (0.1234567, None),
     (math.inf, None),
