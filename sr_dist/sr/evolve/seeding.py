@@ -303,6 +303,10 @@ def _unit_terms(name: str) -> list[tuple[Node, Callable[[np.ndarray], np.ndarray
         (binary("mul", x, unary("cos", x)), lambda v: v * np.cos(v)),
         (unary("exp", unary("neg", x)), lambda v: np.exp(-v)),
         (unary("exp", unary("neg", binary("pow", x, num(2.0)))), lambda v: np.exp(-(v**2))),
+        # Half-integer powers past sqrt (``x1/(x1 - x0**1.5)``, ``sin(x2)/sqrt(x1)``): last, so
+        # the core products above do not grow.
+        (binary("pow", x, num(1.5)), lambda v: np.abs(v) ** 1.5),
+        (binary("pow", x, num(-0.5)), lambda v: np.abs(v) ** -0.5),
     ]
 
 
@@ -327,6 +331,10 @@ _WIDE_TRIPLE_SHAPES = (8, 5, 4)
 #: exp/sqrt/x**-2 in triples). The pursuit runs on each tier and those below it in turn, so a
 #: larger basis adds models without letting its proxies crowd out the simple ones.
 WIDE = 4
+#: The last tier: pairs with a half-integer power past sqrt (``x0**1.5/x1``), apart from the
+#: wide tier so that they do not crowd its first terms (``sqrt(x0)*sqrt(x1)*cos(x2)``).
+HALF = 5
+_HALF_SHAPES = 16
 #: Roots of the target a sparse sum is fitted to, and the power that undoes each: a law may
 #: be a power of a sum (``x1*(9/5 + x0*x2)**3``, ``(x0 + x1*x2)**2``), which expanded is a
 #: sum of many products no pursuit assembles.
@@ -335,8 +343,8 @@ POWER_TRANSFORMS = {"root2": 2.0, "root3": 3.0}
 #: it the largest rows alone decide the fit.
 EXP_TRANSFORM_RANGE = 20.0
 #: Most one-factor terms for the pair completion of :func:`sparse_sums` (its cost is their
-#: number squared: 16 shapes of up to six variables).
-PAIR_COMPLETION_TERMS = 96
+#: number squared: 18 shapes of up to six variables).
+PAIR_COMPLETION_TERMS = 108
 
 
 def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_terms: int,
@@ -368,8 +376,9 @@ def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_ter
             for i, j, k in itertools.product(_TRIPLE_SHAPES, _TRIPLE_SHAPES, _TRIPLE_SHAPES):
                 out.append((*mul(units[a][i], units[b][j], units[c][k]), 3))
         # The wider tier, after the core terms so that ``max_terms`` cuts it first.
-        if len(units) <= 2:
-            # Products of two shapes of one variable (``sqrt(x)*sin(x)``, ``x*log(x)**2``).
+        if len(units) <= 3:
+            # Products of two shapes of one variable (``sqrt(x)*sin(x)``, ``x*log(x)**2``,
+            # ``cos(x2)*exp(x2)``).
             for group in units:
                 for (_, first), (j, second) in itertools.combinations(enumerate(group[:10]), 2):
                     if j > 5:  # not two powers (``x*x**2`` is a unit term)
@@ -378,16 +387,16 @@ def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_ter
                 out.append((*mul(group[0], log_sq), WIDE))
             # ... and, for the whole problem, those times a shape of the other variable
             # (``x1*log(x1)/x0``; 480 terms, too many for the decomposition's small parts).
-            for a, b in itertools.permutations(range(len(units)), 2) if shape_products else ():
+            for a, b in itertools.permutations(range(len(units)), 2) if shape_products and len(units) <= 2 else ():
                 for (_, first), (j, second) in itertools.combinations(enumerate(units[a][:10]), 2):
                     if j > 5:
                         out.extend((*mul(first, second, other), WIDE) for other in units[b][:8])
         if len(units) <= 3:
             # Every shape of each variable in a pair (``x0 * x2*sin(x2)``).
             for a, b in pairs:
-                for i, j in itertools.product(range(16), range(16)):
+                for i, j in itertools.product(range(len(units[a])), range(len(units[b]))):
                     if i >= 8 or j >= 8:
-                        out.append((*mul(units[a][i], units[b][j]), WIDE))
+                        out.append((*mul(units[a][i], units[b][j]), HALF if max(i, j) >= _HALF_SHAPES else WIDE))
         # exp, sqrt and x**-2 in triples as far as the basis has room for them
         # (``x0/x2*exp(x3)``, ``sqrt(I1)*sqrt(I2)*cos(delta)``).
         wide = list(_WIDE_TRIPLE_SHAPES)
@@ -640,8 +649,9 @@ def sparse_sums(
         for support, err in _pursuit(basis.Z[:, columns], t, max_terms, beam, first_beam).items():
             found.setdefault(tuple(int(columns[i]) for i in support), err)
     if min(found.values(), default=1.0) > 1e-9:
-        # Nothing exact: each of the best single terms (of the whole basis, and of the terms
-        # of one or two factors, where a product of three does not outrank ``x3*x4``) plus the
+        # Nothing exact: each of the best single terms (of the whole basis, of the tiers up to
+        # the wide one, and of the terms of one or two factors, where a product of three does not outrank
+        # ``x3*x4``) plus the
         # best pair of one-factor terms (a law such as ``I1 + I2 + 2*sqrt(I1*I2)*cos(delta)``),
         # and plus a pursuit over the one-factor terms alone (``x3*x4 + 2.2*x0 + x1 + x2``:
         # after ``x3*x4`` a greedy step over every term picks products such as
@@ -649,9 +659,12 @@ def sparse_sums(
         singles = np.flatnonzero(basis.order == 1)
         if 2 <= len(singles) <= PAIR_COMPLETION_TERMS:
             norm = float(np.sqrt(np.mean(t**2))) or 1.0
-            pairs = np.flatnonzero(basis.order <= 2)
-            firsts = dict.fromkeys([*_best_additions(basis.Z, t, (), first_beam),
-                                    *(int(pairs[i]) for i in _best_additions(basis.Z[:, pairs], t, (), first_beam))])
+            # First terms from the whole basis, from the tiers below the half-integer powers
+            # (``x1**-0.5*cos(x2)`` can crowd ``sqrt(x0)*sqrt(x1)*cos(x2)`` out of the whole
+            # basis's best) and from the terms of one or two factors.
+            firsts = dict.fromkeys([*_best_additions(basis.Z, t, (), first_beam)])
+            for tier in (np.flatnonzero(basis.order <= WIDE), np.flatnonzero(basis.order <= 2)):
+                firsts.update(dict.fromkeys(int(tier[i]) for i in _best_additions(basis.Z[:, tier], t, (), first_beam)))
             for first in firsts:
                 for support in _pair_completions(basis.Z, t, (first,), singles):
                     if len(set(support)) == 3 and support not in found:
@@ -803,7 +816,7 @@ def _sparse_candidates(
 ) -> tuple[list[Node], list[Node]]:
     """``power-law part * g(sparse model over the other variables)`` for each candidate
     power-law part, ``g`` in (identity, reciprocal, square root, square, cube; without a
-    power-law part also log, exp, arcsin, arctan) and sparse sums and ratios of sums;
+    power-law part also log, exp, arcsin, arctan; arccos where it is defined) and sparse sums and ratios of sums;
     returns (near-exact, rest)."""
     exact: list[tuple[float, Node]] = []
     loose: list[tuple[float, Node]] = []
@@ -820,6 +833,8 @@ def _sparse_candidates(
             body = unary("arc" + transform, body)
         elif transform in POWER_TRANSFORMS:
             body = binary("pow", body, num(POWER_TRANSFORMS[transform]))
+        elif transform == "acos":
+            body = unary("cos", body)
         elif transform == "exp":
             body = unary("log", body)
         elif transform == "log":
@@ -846,6 +861,10 @@ def _sparse_candidates(
             if not outer_exps and np.all(z > 0):
                 # ... and the exp of one (``x2*exp(x0*x1)``: beyond a power law).
                 transforms.append(("log", np.log(z)))
+            if np.max(np.abs(z)) <= 1 and np.ptp(z) > 0:
+                # A cosine of a sum (``x0*cos(sin(x2)/sqrt(x1))``), exact where the sum stays
+                # in [0, pi].
+                transforms.append(("acos", np.arccos(z)))
             if not outer_exps and np.max(np.abs(z)) < np.pi / 2:
                 # An angle: the law may be arcsin or arctan of a sum (Snell's law, diffraction).
                 transforms += [("sin", np.sin(z)), ("tan", np.tan(z))]

@@ -60,3 +60,31 @@ def test_sums_under_log_and_exp_are_near_exact_candidates(label: str, fn, expect
     X = np.random.default_rng(2).uniform(0.5, 2.0, size=(300, 3))
     exact, _ = _sparse_candidates(Sample(X, fn(X)), names, [])
     assert _canonical(expected, names) in {_canonical(render(tidy(t)), names) for t in exact}, label
+
+
+@pytest.mark.parametrize(
+    "label,fn,expected",
+    [
+        # A half-integer power past sqrt, under a reciprocal.
+        ("x0**1.5 in a ratio", lambda X: X[:, 1] / (X[:, 1] - X[:, 0] ** 1.5), "1/(c0*x0**1.5/x1 + c1)"),
+        # A cosine of a sum (its argument stays in [0, pi]) times a power law.
+        ("cosine of a sum", lambda X: X[:, 0] * np.cos(0.5 * X[:, 1] + 0.3 * X[:, 2] ** 2), "x0*cos(c0*x1 + c1*x2**2 + c2)"),
+    ],
+)
+def test_half_powers_and_arccos_give_near_exact_candidates(label: str, fn, expected: str) -> None:  # type: ignore[no-untyped-def]
+    names = ["x0", "x1", "x2"]
+    X = np.random.default_rng(4).uniform(0.5, 2.0, size=(300, 3))
+    X[:, 1] += 2.0  # keeps x1 - x0**1.5 away from 0
+    law_free, _ = _sparse_candidates(Sample(X, fn(X)), names, [{"x0": 1.0}])
+    assert _canonical(expected, names) in {_canonical(render(tidy(t)), names) for t in law_free}, label
+
+
+def test_core_terms_stay_first_terms_beside_the_half_powers() -> None:
+    # I1 + I2 + 2*sqrt(I1*I2)*cos(delta): x1**-0.5*cos(x2) correlates better than the law's
+    # product, which the tiers below the half powers still offer as a first term.
+    X = np.random.default_rng(12).uniform(1, 5, size=(256, 3))
+    y = X[:, 0] + X[:, 1] + 2 * np.sqrt(X[:, 0] * X[:, 1]) * np.cos(X[:, 2])
+    basis = _basis(Sample(X, y), ["x0", "x1", "x2"], [0, 1, 2], 4500, shape_products=True)
+    assert basis is not None
+    err, terms = sparse_sums(basis, y, every_pair=True)[0]
+    assert err < 1e-9 and sorted(render(t) for t in terms) == ["sqrt(x0)*sqrt(x1)*cos(x2)", "x0", "x1"]
