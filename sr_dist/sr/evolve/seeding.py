@@ -376,6 +376,14 @@ def _basis(sample: Sample, names: Sequence[str], columns: Sequence[int], max_ter
             for i, j, k in itertools.product(_TRIPLE_SHAPES, _TRIPLE_SHAPES, _TRIPLE_SHAPES):
                 out.append((*mul(units[a][i], units[b][j], units[c][k]), 3))
         # The wider tier, after the core terms so that ``max_terms`` cuts it first.
+        if len(units) == 1:
+            # One variable: shapes of a shape (``cos(sqrt(x))``, ``sin(x**2)``), nested as
+            # random formulas and some laws nest them; a basis this small has room.
+            x, col = var(names[0]), sample.X[:, columns[0]]
+            for inner, inner_v in ((unary("sqrt", x), np.sqrt(np.abs(col))), (binary("pow", x, num(2.0)), col**2),
+                                   (binary("div", num(1.0), x), 1 / col)):
+                for outer_op, outer_f in (("sin", np.sin), ("cos", np.cos), ("exp", np.exp)):
+                    out.append((unary(outer_op, inner), outer_f(inner_v), WIDE))
         if len(units) <= 3:
             # Products of two shapes of one variable (``sqrt(x)*sin(x)``, ``x*log(x)**2``,
             # ``cos(x2)*exp(x2)``).
@@ -816,7 +824,7 @@ def _sparse_candidates(
 ) -> tuple[list[Node], list[Node]]:
     """``power-law part * g(sparse model over the other variables)`` for each candidate
     power-law part, ``g`` in (identity, reciprocal, square root, square, cube; without a
-    power-law part also log, exp, arcsin, arctan; arccos where it is defined) and sparse sums and ratios of sums;
+    power-law part also log, exp, sin, tan; arccos and arcsin where defined) and sparse sums and ratios of sums;
     returns (near-exact, rest)."""
     exact: list[tuple[float, Node]] = []
     loose: list[tuple[float, Node]] = []
@@ -833,8 +841,8 @@ def _sparse_candidates(
             body = unary("arc" + transform, body)
         elif transform in POWER_TRANSFORMS:
             body = binary("pow", body, num(POWER_TRANSFORMS[transform]))
-        elif transform == "acos":
-            body = unary("cos", body)
+        elif transform in ("acos", "asin"):
+            body = unary(transform[1:], body)
         elif transform == "exp":
             body = unary("log", body)
         elif transform == "log":
@@ -862,9 +870,10 @@ def _sparse_candidates(
                 # ... and the exp of one (``x2*exp(x0*x1)``: beyond a power law).
                 transforms.append(("log", np.log(z)))
             if np.max(np.abs(z)) <= 1 and np.ptp(z) > 0:
-                # A cosine of a sum (``x0*cos(sin(x2)/sqrt(x1))``), exact where the sum stays
-                # in [0, pi].
-                transforms.append(("acos", np.arccos(z)))
+                # A cosine or sine of a sum (``x0*cos(sin(x2)/sqrt(x1))``,
+                # ``sin(cos(sqrt(x0)))``), exact where the sum stays in [0, pi] or
+                # [-pi/2, pi/2].
+                transforms += [("acos", np.arccos(z)), ("asin", np.arcsin(z))]
             if not outer_exps and np.max(np.abs(z)) < np.pi / 2:
                 # An angle: the law may be arcsin or arctan of a sum (Snell's law, diffraction).
                 transforms += [("sin", np.sin(z)), ("tan", np.tan(z))]

@@ -88,3 +88,16 @@ def test_core_terms_stay_first_terms_beside_the_half_powers() -> None:
     assert basis is not None
     err, terms = sparse_sums(basis, y, every_pair=True)[0]
     assert err < 1e-9 and sorted(render(t) for t in terms) == ["sqrt(x0)*sqrt(x1)*cos(x2)", "x0", "x1"]
+
+
+@pytest.mark.parametrize(
+    "label,fn,expected",
+    [
+        ("a shape of a shape", lambda x: 0.7 + np.cos(np.sqrt(x)), "c0*cos(sqrt(x0)) + c1"),
+        ("under an arcsin", lambda x: np.sin(np.cos(np.sqrt(x))), "sin(c0*cos(sqrt(x0)) + c1)"),
+    ],
+)
+def test_one_variable_nests_shapes(label: str, fn, expected: str) -> None:  # type: ignore[no-untyped-def]
+    x = np.random.default_rng(5).uniform(0.5, 9.0, size=(300, 1))
+    exact, _ = _sparse_candidates(Sample(x, fn(x[:, 0])), ["x0"], [])
+    assert _canonical(expected, ["x0"]) in {_canonical(render(tidy(t)), ["x0"]) for t in exact}, label
