@@ -32,7 +32,7 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
     simplest first (no root, small ``|k|``, small ``q``). A fitted constant is accurate to a few
     parts in a million (float32 fits), so plain rationals with ``q <= 12`` and ``|k| <= 1`` are
     accepted within ``10 * rel_tol``, fancier forms only within ``rel_tol``. Between the plain
-    forms and the roots, ``log(p/q)``, ``exp(p/q)`` and ``(p/q)**3`` with ``q <= 10`` (:func:`_log_or_exp`),
+    forms and the roots, ``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` and ``cos(p/q)`` with ``q <= 10`` (:func:`_log_or_exp`),
     within ``rel_tol``: a root with a large ``p`` matches almost any value. Values below
     1e-4 in magnitude snap to 0 (no AI Feynman constant is that small).
     """
@@ -71,16 +71,19 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
 _LOG_EXP_DENOMINATOR = 10
 _LOG_MAX_ARGUMENT = 10
 _EXP_MAX_EXPONENT = 10
+#: ``sin(p/q)`` and ``cos(p/q)`` (``q <= 10``, ``0 < p/q < pi``) are tried too: a phase
+#: (``cos(x - 4/5) = cos(4/5)*cos(x) + sin(4/5)*sin(x)``) leaves them once expanded.
 #: Cubes ``(p/q)**3`` (``q <= 10``, ``p <= 30``): the constant ``(c*x/y)**3`` leaves once
 #: expanded to ``c**3*x**3/y**3`` (``(8/5)**3 = 512/125``, a denominator past the plain bound).
 _CUBE_MAX_NUMERATOR = 30
 
 
 def _log_or_exp(magnitude: float, rel_tol: float) -> sympy.Expr | None:
-    """``log(p/q)``, ``exp(p/q)`` or ``(p/q)**3`` within ``rel_tol`` of ``magnitude`` (see the
-    constants above), fewest digits first: the constants ``log(c*x) = log(x) + log(c)``,
-    ``exp(x + c) = exp(c)*exp(x)`` and ``(c*x)**3 = c**3*x**3`` leave in a fitted formula. Tried after every plain
-    rational and pi form and before the roots, at the strict tolerance only."""
+    """``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` or ``cos(p/q)`` within ``rel_tol``
+    of ``magnitude`` (see the constants above), fewest digits first: the constants
+    ``log(c*x) = log(x) + log(c)``, ``exp(x + c) = exp(c)*exp(x)``, ``(c*x)**3 = c**3*x**3`` and
+    ``cos(x - c) = cos(c)*cos(x) + sin(c)*sin(x)`` leave in a fitted formula. Tried after every
+    plain rational and pi form and before the roots, at the strict tolerance only."""
     import sympy
 
     found: list[tuple[int, sympy.Expr]] = []
@@ -96,6 +99,14 @@ def _log_or_exp(magnitude: float, rel_tol: float) -> sympy.Expr | None:
         p = round(magnitude ** (1 / 3) * q)  # magnitude = (p/q)**3
         if 0 < p <= _CUBE_MAX_NUMERATOR and abs((p / q) ** 3 - magnitude) <= rel_tol * magnitude:
             found.append((p + q, sympy.Rational(p, q) ** 3))
+        if magnitude <= 1:
+            # magnitude = sin(p/q) or cos(p/q), 0 < p/q < pi
+            arcs = ((sympy.sin, math.sin, math.asin(magnitude)), (sympy.sin, math.sin, math.pi - math.asin(magnitude)),
+                    (sympy.cos, math.cos, math.acos(magnitude)))
+            for symbolic, numeric, angle in arcs:
+                p = round(angle * q)
+                if 0 < p < math.pi * q and abs(numeric(p / q) - magnitude) <= rel_tol * magnitude:
+                    found.append((p + q, symbolic(sympy.Rational(p, q))))
     return min(found, key=lambda f: f[0])[1] if found else None
 
 

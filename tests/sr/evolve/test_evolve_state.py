@@ -121,6 +121,11 @@ SNAP_CASES = [
     # (c*x/y)**3 expanded leaves c**3, whose denominator is past the plain bound.
     (4.096, "512/125"),
     (-0.244140625 * (1 + 1e-7), "-125/512"),
+    # cos(x - 4/5) expanded leaves cos(4/5) and sin(4/5).
+    (math.cos(0.8), "cos(4/5)"),
+    (math.sin(0.8), "sin(4/5)"),
+    (-math.cos(0.8), "-cos(4/5)"),
+    (math.sin(2.5), "sin(5/2)"),
     (1.2345678, None),
     (0.1234567, None),
     (math.inf, None),
