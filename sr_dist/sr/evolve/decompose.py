@@ -47,7 +47,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from sr_dist.formula import Node
-from sr_dist.sr.evolve.seeding import Sample, _basis, _monomial, _pursuit, _rational, power_law, sparse_sums
+from sr_dist.sr.evolve.seeding import (
+    Sample,
+    _basis,
+    _monomial,
+    _pursuit,
+    _rational,
+    best_of_each_size,
+    power_law,
+    sparse_sums,
+)
 from sr_dist.sr.evolve.tree import binary, const, count_constants, num, product, size, total, unary, var
 
 __all__ = [
@@ -532,7 +541,12 @@ def _leaves(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: boo
             z = forward(t)
         if not np.all(np.isfinite(z)) or np.std(z) == 0:
             continue
-        for _, terms in sparse_sums(basis, z[fit_rows], max_terms=3)[:3]:
+        sums = sparse_sums(basis, z[fit_rows], max_terms=3)
+        picked = sums[:3]
+        if sums and sums[0][0] > 1e-7:
+            # Nothing exact (an estimated part): also the best sum of two and of three terms.
+            picked += [s for s in best_of_each_size(sums) if len(s[1]) > 1]
+        for _, terms in picked:
             cols = [index[term] for term in terms]
             with np.errstate(all="ignore"):
                 V = np.column_stack([_term_values(term, names, X) for term in terms]) if len(t) > rows else basis.V[:, cols]

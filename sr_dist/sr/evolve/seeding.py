@@ -634,6 +634,18 @@ def _all_triples(Z: np.ndarray, t: np.ndarray, keep: int = 8) -> dict[tuple[int,
     return out
 
 
+def best_of_each_size(sums: Sequence[tuple[float, list[Node]]]) -> list[tuple[float, list[Node]]]:
+    """The sum of least error of each number of terms, fewest terms first: besides
+    :func:`sparse_sums`'s first few (fewest terms first when nothing is exact, so all single
+    terms) ``x4 + sin(x1)`` fitted to a decomposition's estimate of a part (accurate to about
+    1e-4, so nothing is exact there)."""
+    best: dict[int, tuple[float, list[Node]]] = {}
+    for err, terms in sums:
+        if err < best.get(len(terms), (math.inf, []))[0]:
+            best[len(terms)] = (err, terms)
+    return [best[k] for k in sorted(best)]
+
+
 def sparse_sums(
     basis: _Basis, target: np.ndarray, max_terms: int = 4, beam: int = 3, first_beam: int = 6,
     every_pair: bool = False,

@@ -371,3 +371,26 @@ def test_a_one_signed_product_is_solved_from_its_rank_one_factors() -> None:
     assert found is not None and {found[0], found[1]} == {(0, 2), (1, 3)}
     best = solve(("x0", "x1", "x2", "x3"), X, y, depth=3, leaves=False)[0]
     assert best.error < 1e-9, render(best.tree)
+
+
+def test_a_signed_product_of_two_sums_solves_each_part_from_its_estimate() -> None:
+    # (x4 + sin(x1)) * (x0*x2 - x3 + x5) changes sign: the rank-one product estimates each
+    # part to about 1e-4, so no sparse sum of a part is exact, and the first few by size are all
+    # single terms; the best sum of two and of three terms must be tried too.
+    from sr_dist.sr.evolve.decompose import solve
+
+    names = ["x0", "x1", "x2", "x3", "x4", "x5"]
+    rng = np.random.default_rng(7)
+    X = np.column_stack([rng.uniform(2, 10, 400), rng.uniform(0.5, 8.5, 400), rng.uniform(0.5, 8.5, 400),
+                         rng.uniform(0.1, 8, 400), rng.uniform(0.1, 1.1, 400), rng.uniform(0.1, 8, 400)])
+    y = (X[:, 4] + np.sin(X[:, 1])) * (X[:, 0] * X[:, 2] - X[:, 3] + X[:, 5])
+    assert np.mean(y < 0) > 0.05
+    cands = solve(names, X, y, leaves=False)
+    text = [render(c.tree) for c in cands]
+    structured = [c for c in cands if "sin(x1)" in render(c.tree) and "x4" in render(c.tree)
+                  and "x0*x2" in render(c.tree)]
+    assert structured, text
+    tree = structured[0].tree
+    k = count_constants(tree)
+    fit = least_squares(lambda c: evaluate(tree, names, X, c) - y, np.ones(k), method="lm")
+    assert np.mean(fit.fun**2) / np.var(y) < 1e-20, render(tree)
