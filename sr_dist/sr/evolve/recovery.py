@@ -32,7 +32,7 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
     simplest first (no root, small ``|k|``, small ``q``). A fitted constant is accurate to a few
     parts in a million (float32 fits), so plain rationals with ``q <= 12`` and ``|k| <= 1`` are
     accepted within ``10 * rel_tol``, fancier forms only within ``rel_tol``. Between the plain
-    forms and the roots, ``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` and ``cos(p/q)`` with ``q <= 10`` (:func:`_log_or_exp`),
+    forms and the roots, ``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` and ``cos(p/q)`` with ``q <= 10`` (:func:`_function_of_rational`),
     within ``rel_tol``: a root with a large ``p`` matches almost any value. Values below
     1e-4 in magnitude snap to 0 (no AI Feynman constant is that small).
     """
@@ -46,7 +46,7 @@ def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32
     magnitude = abs(value)
     for root in (False, True):
         if root:
-            transcendental = _log_or_exp(magnitude, rel_tol)
+            transcendental = _function_of_rational(magnitude, rel_tol)
             if transcendental is not None:
                 return sign * transcendental
         for k in _PI_POWERS:
@@ -78,7 +78,7 @@ _EXP_MAX_EXPONENT = 10
 _CUBE_MAX_NUMERATOR = 30
 
 
-def _log_or_exp(magnitude: float, rel_tol: float) -> sympy.Expr | None:
+def _function_of_rational(magnitude: float, rel_tol: float) -> sympy.Expr | None:
     """``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` or ``cos(p/q)`` within ``rel_tol``
     of ``magnitude`` (see the constants above), fewest digits first: the constants
     ``log(c*x) = log(x) + log(c)``, ``exp(x + c) = exp(c)*exp(x)``, ``(c*x)**3 = c**3*x**3`` and

@@ -670,9 +670,8 @@ def sparse_sums(
             found.setdefault(tuple(int(columns[i]) for i in support), err)
     if min(found.values(), default=1.0) > 1e-9:
         # Nothing exact: each of the best single terms (of the whole basis, of the tiers up to
-        # the wide one, and of the terms of one or two factors, where a product of three does not outrank
-        # ``x3*x4``) plus the
-        # best pair of one-factor terms (a law such as ``I1 + I2 + 2*sqrt(I1*I2)*cos(delta)``),
+        # the wide one, and of the terms of one or two factors, where a product of three does
+        # not outrank ``x3*x4``) plus the best pair of one-factor terms (a law such as ``I1 + I2 + 2*sqrt(I1*I2)*cos(delta)``),
         # and plus a pursuit over the one-factor terms alone (``x3*x4 + 2.2*x0 + x1 + x2``:
         # after ``x3*x4`` a greedy step over every term picks products such as
         # ``sqrt(x0)*x1`` that stand in for the sum).
