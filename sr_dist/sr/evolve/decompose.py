@@ -292,9 +292,10 @@ def product_test(X: np.ndarray, t: np.ndarray, group_a: Sequence[int], group_b: 
                  tolerance: float = TOLERANCE) -> tuple[StructureTest, np.ndarray, np.ndarray]:
     """Is ``t = g(X[:, A]) * h(X[:, B])`` where ``t`` changes sign (so ``log|t|`` is not there
     to make the product a sum)? The restricted model is rank one, ``(Fa u) * (Fb v)`` in the
-    groups' surrogate features (each with a constant), fitted by alternating least squares;
-    the unrestricted one is the surrogate of all the variables. Returns the verdict and the
-    two factors' values on every row (their scales are arbitrary, their product is the fit)."""
+    groups' surrogate features (each with a constant), fitted by ``_rank_one`` (a bilinear
+    start, alternating least squares, then Gauss-Newton); the unrestricted one is the surrogate
+    of all the variables. Returns the verdict and the two factors' values on every row (their
+    scales are arbitrary, their product is the fit)."""
     fail = StructureTest(np.inf, np.inf, False), np.ones(len(t)), np.ones(len(t))
     if not np.all(np.isfinite(t)) or np.std(t) == 0:
         return fail

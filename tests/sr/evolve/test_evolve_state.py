@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sr_dist.formula import parse_formula
-from sr_dist.sr.evolve.population import Individual, pareto_front, read_history
+from sr_dist.sr.evolve.population import History, Individual, pareto_front, read_history
 from sr_dist.sr.evolve.recovery import exact_recovery, snap_constant
 from sr_dist.sr.evolve.seeding import Sample, power_law, sample_from_info, seed_library
 from sr_dist.sr.evolve.tree import render, tidy
@@ -93,6 +93,35 @@ def test_history_tracks_best_and_stagnation() -> None:
     assert history.stagnant_for() == 2
     assert history.best is not None and history.best.expression == "c0*x0*x1"
     assert parse_formula("x0*c5", NAMES).canonical in history.seen
+
+
+def _fitted(text: str, nmse: float) -> Individual:
+    formula = parse_formula(text, NAMES)
+    return Individual(text, formula.canonical, formula.tree, nmse, formula.complexity, 0)
+
+
+def test_propose_leads_with_one_constant_reductions_of_the_simplest_solutions() -> None:
+    from sr_dist.sr.evolve.search import REDUCED_SOLUTIONS, SearchConfig, propose
+
+    solutions = ["c0*x0 + c1*x1", "c0*x1*(c1*x2 + c2)", "c0*x2**2 + c1*x0 + c2"]
+    # A fourth, longer solution and an unsolved candidate as simple as the simplest solution:
+    # neither has its reductions put first.
+    others = [_fitted("c0*sin(c1*x0) + c2*x1*x2 + c3", 1e-14), _fitted("c0*x0*x2 + c1", 1e-3)]
+    individuals = (*others, *(_fitted(text, 1e-14) for text in reversed(solutions)))
+    history = History(individuals, frozenset(i.canonical for i in individuals), generations=1,
+                      best_by_generation=(1e-14,), calls=1, submitted=(), summary=None)
+    assert REDUCED_SOLUTIONS == len(solutions)
+    expected = ["x0 + c0*x1", "c0*x0 + x1",
+                "x1*(c0*x2 + c1)", "c0*x1*(x2 + c1)", "c0*x1*x2",
+                "x2**2 + c0*x0 + c1", "c0*x2**2 + x0 + c1", "c0*x2**2 + c1*x0"]
+
+    proposal = propose(history, NAMES, [], SearchConfig(batch_size=16), np.random.default_rng(0))
+    assert proposal.submit is None  # still polishing
+    assert list(proposal.expressions[: len(expected)]) == expected
+    # The reductions take at most half of a batch.
+    small = propose(history, NAMES, [], SearchConfig(batch_size=4), np.random.default_rng(0))
+    assert list(small.expressions[:2]) == expected[:2]
+    assert not set(small.expressions[2:]) & set(expected[2:])
 
 
 def test_pareto_front() -> None:
