@@ -57,6 +57,7 @@ from sr_dist.sr.evolve.seeding import (
     power_law,
     sparse_sums,
 )
+from sr_dist.sr.evolve.transforms import TRANSFORMS
 from sr_dist.sr.evolve.tree import binary, const, count_constants, num, product, size, total, unary, var
 
 __all__ = [
@@ -484,27 +485,9 @@ def _cx(node: Node) -> Node:
     return binary("mul", const(), node)
 
 
-#: Target transforms: name -> (forward on the data, inverse on the tree, inverse on values,
-#: whether the inverse keeps a free overall scale).
-_TRANSFORMS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], Callable[[Node], Node], Callable[[np.ndarray], np.ndarray], bool]] = {
-    "id": (lambda t: t, lambda n: n, lambda v: v, True),
-    "inv": (lambda t: 1 / t, lambda n: binary("div", num(1.0), n), lambda v: 1 / v, True),
-    "sq": (lambda t: t**2, lambda n: unary("sqrt", n), lambda v: np.sqrt(v), True),
-    "invsq": (lambda t: t**-2.0, lambda n: binary("pow", n, num(-0.5)), lambda v: v**-0.5, True),
-    "sqrt": (lambda t: np.sqrt(t), lambda n: binary("pow", n, num(2.0)), lambda v: v**2, True),
-    "log": (lambda t: np.log(t), lambda n: unary("exp", n), lambda v: np.exp(v), True),
-    "exp": (lambda t: np.exp(t), lambda n: unary("log", n), lambda v: np.log(v), False),
-}
-
-
-def _usable(name: str, t: np.ndarray) -> bool:
-    if name in ("inv", "invsq"):
-        return bool(np.all(np.abs(t) > 1e-12 * (np.max(np.abs(t)) or 1.0)))
-    if name in ("sqrt", "log"):
-        return bool(np.all(t > 0))
-    if name == "exp":
-        return bool(np.max(np.abs(t)) < 30)
-    return True
+#: The transforms of a part's target that the leaves try, in order (:mod:`transforms`); a part of
+#: several variables only the first four.
+_LEAF_TRANSFORMS = ("id", "inv", "sq", "invsq", "sqrt", "log", "exp")
 
 
 def _linear(V: np.ndarray, z: np.ndarray, intercept: bool) -> np.ndarray | None:
@@ -533,13 +516,13 @@ def _leaves(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: boo
     if basis is None:
         return out
     index = {term: k for k, term in enumerate(basis.terms)}
-    kinds = list(_TRANSFORMS) if len(names) == 1 else ["id", "inv", "sq", "invsq"]
+    kinds = _LEAF_TRANSFORMS if len(names) == 1 else _LEAF_TRANSFORMS[:4]
     for kind in kinds:
-        forward, tree_inv, value_inv, scaled = _TRANSFORMS[kind]
-        if not _usable(kind, t):
+        transform = TRANSFORMS[kind]
+        if not transform.usable(t):
             continue
         with np.errstate(all="ignore"):
-            z = forward(t)
+            z = transform.forward(t)
         if not np.all(np.isfinite(z)) or np.std(z) == 0:
             continue
         sums = sparse_sums(basis, z[fit_rows], max_terms=3)
@@ -566,8 +549,8 @@ def _leaves(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: boo
                     continue
                 body, has_scale = _body(terms, float(coef[1 if intercept else 0]), intercept, kind)
                 with np.errstate(all="ignore"):
-                    pred = value_inv(fit)
-                out.append(Candidate(tree_inv(body), pred, _rel(pred, t), has_scale))
+                    pred = transform.inverse_values(fit)
+                out.append(Candidate(transform.inverse(body), pred, _rel(pred, t), has_scale))
         if kind == "id":
             leads: list[tuple[np.ndarray, Node]] = [(np.ones(len(sample.y)), num(1.0))]
             if rational_leads and len(names) > 1:
@@ -853,9 +836,9 @@ def solve(names: Sequence[str], X: np.ndarray, t: np.ndarray, depth: int = 3,
         targets.append(("log", log_t))
     if n <= 4:
         for kind in ("sq", "inv"):
-            if _usable(kind, p.t):
+            if TRANSFORMS[kind].usable(p.t):
                 with np.errstate(all="ignore"):
-                    targets.append((kind, _TRANSFORMS[kind][0](p.t)))
+                    targets.append((kind, TRANSFORMS[kind].forward(p.t)))
     log_split = False
     for kind, z in targets:
         split = best_split(p.X, z)
@@ -874,11 +857,11 @@ def solve(names: Sequence[str], X: np.ndarray, t: np.ndarray, depth: int = 3,
         if kind in ("id", "log"):
             cands += _solve_parts(p, split[0], split[1], comp_a, comp_b, kind == "log", depth, budget)
             continue
-        _, tree_inv, value_inv, _ = _TRANSFORMS[kind]
+        transform = TRANSFORMS[kind]
         for c in _best(_solve_parts(p.with_target(z), split[0], split[1], comp_a, comp_b, False, depth, budget), 2):
             with np.errstate(all="ignore"):
-                pred = value_inv(c.pred)
-            cands.append(Candidate(tree_inv(c.tree), pred, _rel(pred, p.t), True))
+                pred = transform.inverse_values(c.pred)
+            cands.append(Candidate(transform.inverse(c.tree), pred, _rel(pred, p.t), True))
     # Where t changes sign; and for the whole problem also where it keeps one but the
     # surrogate of log|t| was too coarse to accept a split (``log(exp(x0) - 2.2*x2)``).
     product = best_product(p.X, p.t, any_sign=not leaves) if log_t is None or not (leaves or log_split) else None

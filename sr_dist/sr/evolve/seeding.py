@@ -22,6 +22,7 @@ import numpy as np
 
 from sr_dist.formula import Node
 from sr_dist.sr.evolve.rational import rational_seeds
+from sr_dist.sr.evolve.transforms import TRANSFORMS
 from sr_dist.sr.evolve.tree import binary, const, num, product, size, total, unary, var
 
 __all__ = ["Sample", "PowerLaw", "sample_from_info", "power_law", "seed_library", "sparse_sums", "decomposition_first"]
@@ -335,10 +336,6 @@ WIDE = 4
 #: wide tier so that they do not crowd its first terms (``sqrt(x0)*sqrt(x1)*cos(x2)``).
 HALF = 5
 _HALF_SHAPES = 16
-#: Roots of the target a sparse sum is fitted to, and the power that undoes each: a law may
-#: be a power of a sum (``x1*(9/5 + x0*x2)**3``, ``(x0 + x1*x2)**2``), which expanded is a
-#: sum of many products no pursuit assembles.
-POWER_TRANSFORMS = {"root2": 2.0, "root3": 3.0}
 #: Widest target (max - min) whose exp :func:`_sparse_candidates` fits as a sparse sum: past
 #: it the largest rows alone decide the fit.
 EXP_TRANSFORM_RANGE = 20.0
@@ -561,6 +558,18 @@ def _single_completions(Z: np.ndarray, t: np.ndarray, first: int, candidates: np
             for support, err in found.items()}
 
 
+def _gains_beside(C: np.ndarray, qr: np.ndarray, zr: np.ndarray, norms: np.ndarray | float,
+                  n: int) -> np.ndarray:
+    """``gains[j, k]``: how much adding column ``z_k`` lowers the squared least-squares error of
+    ``r`` beyond the unit column ``q_j`` alone, from ``C = Q.T @ Z``, ``qr = Q.T @ r``,
+    ``zr = Z.T @ r`` and ``norms = |z_k|**2``: ``(z_k.r - (q_j.z_k)(q_j.r))**2 / (|z_k|**2 -
+    (q_j.z_k)**2)``, the orthogonal matching pursuit step with ``q_j`` already in the model. Zero
+    where ``z_k`` is (nearly) parallel to ``q_j``."""
+    with np.errstate(all="ignore"):
+        rest = norms - C**2  # |z_k|**2 once q_j is projected out
+        return np.where(rest > 1e-9 * n, (zr[None, :] - C * qr[:, None]) ** 2 / rest, 0.0)
+
+
 def _best_partners(Z: np.ndarray, t: np.ndarray, firsts: np.ndarray, keep: int = 2) -> dict[tuple[int, ...], float]:
     """For each of ``firsts``, itself and each of the ``keep`` columns of ``Z`` that lower the
     least-squares error most beside it, with the pair's relative residual: every pair scored at
@@ -570,10 +579,7 @@ def _best_partners(Z: np.ndarray, t: np.ndarray, firsts: np.ndarray, keep: int =
     norm = float(np.sqrt(np.mean(t**2))) or 1.0
     C = Z[:, firsts].T @ Z / np.sqrt(n)  # q_s . z_k with q_s = z_s / sqrt(n)
     qt = Z[:, firsts].T @ t / np.sqrt(n)
-    zt = Z.T @ t
-    with np.errstate(all="ignore"):
-        rest = n - C**2  # |z_k|**2 once q_s is projected out
-        gains = np.where(rest > 1e-9 * n, (zt[None, :] - C * qt[:, None]) ** 2 / rest, 0.0)
+    gains = _gains_beside(C, qt, Z.T @ t, n, n)
     gains[np.arange(len(firsts)), firsts] = 0.0
     best = np.argsort(-gains, axis=1)[:, :keep]
     left = float(t @ t) - qt**2  # what each first leaves
@@ -596,8 +602,8 @@ def _all_triples(Z: np.ndarray, t: np.ndarray, keep: int = 8) -> dict[tuple[int,
     the column that lowers the error most beside it, with their relative residuals. Beam steps
     miss ``exp(x)/x + exp(x)/x**2 + x**2``: its terms are collinear, and alone each explains
     less than proxies such as ``exp(x)``. For each first column the others are projected off
-    it, and each second column's best third is read from one product, as in
-    :func:`_best_partners`."""
+    it, and each second column's best third is read from one product
+    (:func:`_gains_beside`)."""
     n, m = Z.shape
     norm = float(np.sqrt(np.mean(t**2))) or 1.0
     scored: dict[tuple[int, ...], float] = {}
@@ -612,9 +618,7 @@ def _all_triples(Z: np.ndarray, t: np.ndarray, keep: int = 8) -> dict[tuple[int,
             Q = Zp / np.sqrt(np.where(live, norms, 1.0))
             C = Q[:, live].T @ Zp  # q_j . z_k, j live
             qr = Q[:, live].T @ r
-            zr = Zp.T @ r
-            rest = norms[None, :] - C**2
-            gains = np.where(rest > 1e-9 * n, (zr[None, :] - C * qr[:, None]) ** 2 / rest, 0.0)
+        gains = _gains_beside(C, qr, Zp.T @ r, norms, n)
         gains[:, ~(norms > 1e-9 * n)] = 0.0
         gains[:, i] = 0.0
         seconds = np.flatnonzero(live)
@@ -844,20 +848,7 @@ def _sparse_candidates(
     sample = Sample(sample.X[:max_rows], sample.y[:max_rows])
 
     def keep(err: float, body: Node, outer: Node | None, transform: str) -> None:
-        if transform == "inv":
-            body = binary("div", num(1.0), body)
-        elif transform == "sq":
-            body = unary("sqrt", body)
-        elif transform in ("sin", "tan"):
-            body = unary("arc" + transform, body)
-        elif transform in POWER_TRANSFORMS:
-            body = binary("pow", body, num(POWER_TRANSFORMS[transform]))
-        elif transform in ("acos", "asin"):
-            body = unary(transform[1:], body)
-        elif transform == "exp":
-            body = unary("log", body)
-        elif transform == "log":
-            body = unary("exp", body)
+        body = TRANSFORMS[transform].inverse(body)
         tree = body if outer is None else binary("mul", outer, body)
         if math.isfinite(err):
             (exact if err < 1e-6 else loose).append((err, tree))
@@ -868,26 +859,29 @@ def _sparse_candidates(
             for k, a in outer_exps.items():
                 scale = scale * sample.X[:, index[k]] ** a
             z = sample.y / scale
-            transforms = [("id", z), ("inv", 1 / z)]
-            if np.all(z > 0):
-                transforms.append(("sq", z**2))
-                transforms.append(("root2", np.sqrt(z)))
-            transforms.append(("root3", np.cbrt(z)))
+            kinds = ["id", "inv"]
+            if np.all(z > 0):  # where sqrt(z**2) is z
+                kinds += ["sq", "sqrt"]
+            # Roots: a law may be a power of a sum (``x1*(9/5 + x0*x2)**3``, ``(x0 + x1*x2)**2``),
+            # which expanded is a sum of many products no pursuit assembles.
+            kinds.append("cbrt")
             if not outer_exps and np.ptp(z) < EXP_TRANSFORM_RANGE:
                 # The log of a sum (``x2 + log(x1**3 + exp(x0))``: its exp is a sum of two
                 # products) ...
-                transforms.append(("exp", np.exp(z - np.max(z))))
-            if not outer_exps and np.all(z > 0):
+                kinds.append("exp")
+            if not outer_exps and TRANSFORMS["log"].usable(z):
                 # ... and the exp of one (``x2*exp(x0*x1)``: beyond a power law).
-                transforms.append(("log", np.log(z)))
-            if np.max(np.abs(z)) <= 1 and np.ptp(z) > 0:
+                kinds.append("log")
+            if TRANSFORMS["acos"].usable(z) and np.ptp(z) > 0:
                 # A cosine or sine of a sum (``x0*cos(sin(x2)/sqrt(x1))``,
                 # ``sin(cos(sqrt(x0)))``), exact where the sum stays in [0, pi] or
                 # [-pi/2, pi/2].
-                transforms += [("acos", np.arccos(z)), ("asin", np.arcsin(z))]
-            if not outer_exps and np.max(np.abs(z)) < np.pi / 2:
+                kinds += ["acos", "asin"]
+            if not outer_exps and TRANSFORMS["sin"].usable(z):
                 # An angle: the law may be arcsin or arctan of a sum (Snell's law, diffraction).
-                transforms += [("sin", np.sin(z)), ("tan", np.tan(z))]
+                kinds += ["sin", "tan"]
+            # exp of the target less its maximum: the same sum up to its constants, in range.
+            transforms = [(k, TRANSFORMS[k].forward(z - np.max(z) if k == "exp" else z)) for k in kinds]
         # The sum carries its own constants, so the power-law part has none.
         outer = _monomial(outer_exps, with_const=False) if outer_exps else None
         names = [v for v in variables if v not in outer_exps]
