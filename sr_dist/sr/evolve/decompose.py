@@ -485,9 +485,10 @@ def _cx(node: Node) -> Node:
     return binary("mul", const(), node)
 
 
-#: The transforms of a part's target that the leaves try, in order (:mod:`transforms`); a part of
-#: several variables only the first four.
+#: The transforms of a part's target that the leaves try, in order (:mod:`transforms`): all of
+#: them for a part of one variable, the algebraic ones for a part of several.
 _LEAF_TRANSFORMS = ("id", "inv", "sq", "invsq", "sqrt", "log", "exp")
+_SEVERAL_VARIABLE_LEAF_TRANSFORMS = ("id", "inv", "sq", "invsq")
 
 
 def _linear(V: np.ndarray, z: np.ndarray, intercept: bool) -> np.ndarray | None:
@@ -516,7 +517,7 @@ def _leaves(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: boo
     if basis is None:
         return out
     index = {term: k for k, term in enumerate(basis.terms)}
-    kinds = _LEAF_TRANSFORMS if len(names) == 1 else _LEAF_TRANSFORMS[:4]
+    kinds = _LEAF_TRANSFORMS if len(names) == 1 else _SEVERAL_VARIABLE_LEAF_TRANSFORMS
     for kind in kinds:
         transform = TRANSFORMS[kind]
         if not transform.usable(t):
