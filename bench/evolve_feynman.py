@@ -4,7 +4,7 @@ For each problem: sample ``--n`` noise-free rows, build an in-process :class:`Ev
 its shape buckets (``warm_up``, not timed), then let :class:`EvolveModel` search until it submits
 or the wall-clock budget runs out. Reports per problem: exact recovery (test NMSE < 1e-10 *and*
 sympy-equivalent to the ground truth up to constant values, see
-:func:`sr_dist.sr.evolve.recovery.exact_recovery`) of the final answer (the submission, else the
+:func:`sr_dist.results.recovery.exact_recovery`) of the final answer (the submission, else the
 best candidate), time to the first exactly recovering candidate, the final answer's test NMSE,
 candidates evaluated; then a summary.
 
@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sr_dist.context import Context  # noqa: E402
 from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator, FitResult  # noqa: E402
+from sr_dist.results.recovery import exact_recovery  # noqa: E402
 from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
-from sr_dist.sr.evolve.recovery import exact_recovery  # noqa: E402
 from sr_dist.tools.types import ToolCall, ToolCallResult  # noqa: E402
 
 #: The fixed problem list: every 4th equation of the AI Feynman table in file order (rows 1, 5,

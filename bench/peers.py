@@ -26,7 +26,7 @@ Tools:
 * ``pysr``: tried if ``import pysr`` works; it needs a Julia install and downloads Julia packages
   at first use, so on a machine without that it is reported ``not_run`` with the error.
 
-Scores for every tool: exact recovery (``sr_dist.sr.evolve.recovery.exact_recovery`` of the final
+Scores for every tool: exact recovery (``sr_dist.results.recovery.exact_recovery`` of the final
 model, its float literals turned into named constants; constants snapped to closed forms within
 2e-6 relative at noise 0 and 2e-3 with noise; tried only for models whose test NMSE is below
 ``max(1e-10, 10 * noise**2)``, and sympy gets ``CHECK_S`` seconds per model, after which the

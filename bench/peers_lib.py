@@ -77,7 +77,7 @@ class PeerResult:
         return result_key(self.tool, self.problem, self.noise, self.budget_s, self.n)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: _json_safe(v) for k, v in asdict(self).items()}
+        return {k: json_safe(v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PeerResult:
@@ -91,11 +91,11 @@ def result_key(tool: str, problem: str, noise: float, budget_s: float,
     return (tool, problem, float(noise), float(budget_s), int(n))
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     return value
 
 
@@ -290,7 +290,7 @@ def markdown_tables(results: Sequence[PeerResult], tools: Sequence[str]) -> str:
 
 
 __all__ = [
-    "ConversionError", "PROBLEMS", "PeerResult", "TOOLS", "gplearn_to_formula",
+    "ConversionError", "PROBLEMS", "PeerResult", "TOOLS", "gplearn_to_formula", "json_safe",
     "literals_to_constants", "markdown_tables", "operon_to_formula", "recovery_rel_tol",
     "result_key", "summarize",
 ]

@@ -7,7 +7,7 @@ candidates, the documented selection rule (``docs/results.md``), as ``bench/peer
 never the lowest test NMSE found anywhere in the search.
 
 Exact means: the answer, its fitted constants snapped to closed forms, is symbolically equal to
-the truth (``sr_dist.sr.evolve.recovery.recovery_verdict``, tried only when the answer's test
+the truth (``sr_dist.results.recovery.recovery_verdict``, tried only when the answer's test
 NMSE is below :func:`near_nmse`, as in ``bench/peers.py``), or, where sympy cannot decide (it
 can neither prove nor refute the equality, or runs out of :data:`CHECK_S` seconds), the
 answer's NMSE on fresh noise-free points of the problem's domain is below
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # peers_lib, as a script would find it
-from peers_lib import _json_safe, recovery_rel_tol  # noqa: E402 - one tolerance for every tool
+from peers_lib import json_safe, recovery_rel_tol  # noqa: E402 - one tolerance for every tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ class Outcome:
         return (self.item, self.setting, self.tool, float(self.budget_s), int(self.n))
 
     def to_json(self) -> dict[str, Any]:
-        return {k: _json_safe(v) for k, v in asdict(self).items()}
+        return {k: json_safe(v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Outcome:
@@ -190,7 +190,7 @@ def exact_within(seconds: float, formula: str, constants: Mapping[str, float], t
     """``recovery_verdict`` with a deadline: True/False, or None when sympy did not decide in
     time or cannot decide at all (it can neither prove nor refute the equality). Uses SIGALRM,
     so it must run in the main thread (each worker judges one cell)."""
-    from sr_dist.sr.evolve.recovery import recovery_verdict
+    from sr_dist.results.recovery import recovery_verdict
 
     def _expire(signum: int, frame: Any) -> None:
         raise _CheckTimeout

@@ -9,7 +9,9 @@ turns that into ``q*(Ef + B*v*sin(theta))``. The rules, in order:
    ``x**1 -> x``, ``-(-x) -> x``, literal arithmetic whose result is short).
 2. **Snap each constant**: to ``0`` (the term is dropped) if that fits, else to the shortest
    text that fits among an integer, a rational ``p/q`` with ``q <= 12``, ``p/q`` times ``pi``,
-   ``1/pi`` or ``e`` (``2*pi``, ``pi/2``, ``1/(4*pi)``), each tried only within a relative
+   ``1/pi`` or ``e`` (``2*pi``, ``pi/2``, ``1/(4*pi)``: the families
+   :data:`~sr_dist.formula.constants.SIMPLIFIER_FAMILIES` of the closed-form catalog shared with
+   the exactness judge, :mod:`sr_dist.formula.constants`), each tried only within a relative
    distance of :data:`SNAP_WINDOW` of the fitted value, and the value rounded to 1, 2, ... 12
    significant digits (nearest first among equally short ones: on an exact fit ``pi`` wins over
    ``3.1``, which does not fit; on a noisy one ``3.72`` wins over ``26/7``). The nearest closed
@@ -56,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .constants import SIMPLIFIER_FAMILIES, SIMPLIFIER_MAX_DENOMINATOR, Scaled
 from .core import parse_formula
 from .errors import FormulaError
 from .nodes import NAMED_NUMBERS, Node
@@ -89,8 +92,8 @@ MAX_CHECK_ROWS = 4096
 #: Formulas larger than this skip the sympy passes: a pass cut off at the deadline keeps running
 #: in its thread, and on large trees even the cheap passes take seconds.
 MAX_NODES = 60
-#: Largest denominator of a snapped rational.
-MAX_DENOMINATOR = 12
+#: Largest denominator of a snapped rational (the catalog's ``SIMPLIFIER_MAX_DENOMINATOR``).
+MAX_DENOMINATOR = SIMPLIFIER_MAX_DENOMINATOR
 #: Most significant digits a constant is rounded to before it is left as fitted.
 MAX_DIGITS = 12
 
@@ -250,40 +253,40 @@ def _rational_node(p: int, q: int) -> Node:
     return Node("neg", (node,)) if p < 0 else node
 
 
-def _scaled(p: int, q: int, base: str) -> Node:
-    """``p/q * base`` as a readable tree: ``2*pi``, ``pi/2``, ``3*e/4``, ``1/(4*pi)``."""
-    if base == "1/pi":
-        num_node = _num(abs(p))
-        den: Node = _num(math.pi, "pi") if q == 1 else Node("mul", (_num(q), _num(math.pi, "pi")))
-        node = Node("div", (num_node, den))
+def _scaled(p: int, q: int, family: Scaled) -> Node:
+    """A member ``p/q * base**power`` of a family with ``power`` 1 or -1 (no root) as a
+    readable tree: ``2*pi``, ``pi/2``, ``3*e/4``, ``1/(4*pi)``."""
+    atom = _num(NAMED_NUMBERS[family.base], family.base)
+    if family.power == -1:
+        den: Node = atom if q == 1 else Node("mul", (_num(q), atom))
+        node = Node("div", (_num(abs(p)), den))
     else:
-        atom = _num(NAMED_NUMBERS[base], base)
         top = atom if abs(p) == 1 else Node("mul", (_num(abs(p)), atom))
         node = top if q == 1 else Node("div", (top, _num(q)))
     return Node("neg", (node,)) if p < 0 else node
 
 
 def _closed_forms(value: float, allowed: frozenset[str]) -> list[_Closed]:
-    """Closed forms within :data:`SNAP_WINDOW` of ``value``, simplest first."""
+    """Closed forms within :data:`SNAP_WINDOW` of ``value``, simplest first: the members of
+    :data:`~sr_dist.formula.constants.SIMPLIFIER_FAMILIES` (those naming a number only when
+    ``allowed`` holds it) with ``q <= MAX_DENOMINATOR``, in lowest terms."""
     out: list[_Closed] = []
     magnitude = abs(value)
     if magnitude == 0.0 or not math.isfinite(value):
         return out
-    bases: list[tuple[str, float]] = [("1", 1.0)]
-    bases += [(b, v) for b, v in (("pi", math.pi), ("1/pi", 1 / math.pi), ("e", math.e))
-              if b.removeprefix("1/") in allowed]
-    for base, scale in bases:
+    families = [f for f in SIMPLIFIER_FAMILIES if f.named is None or f.named in allowed]
+    for family in families:
         for q in range(1, MAX_DENOMINATOR + 1):
-            target = value / scale * q
+            target = family.target(value, q)
             if not math.isfinite(target) or abs(target) > 1e15:
                 continue
             p = round(target)
             if p == 0 or math.gcd(p, q) != 1:
                 continue
-            approx = p / q * scale
+            approx = family.value(p, q)
             if abs(approx - value) > SNAP_WINDOW * magnitude:
                 continue
-            node = _rational_node(p, q) if base == "1" else _scaled(p, q, base)
+            node = _rational_node(p, q) if family.named is None else _scaled(p, q, family)
             out.append(_Closed(node, approx, render(node)))
     return out
 

@@ -17,9 +17,9 @@ from sr_dist.agent import StopReason
 from sr_dist.candidate import Candidate
 from sr_dist.formula import Simplified
 from sr_dist.results import constants_json, select_candidate
+from sr_dist.results.recovery import exact_recovery
 from sr_dist.results.simplified import simplify_entries, simplify_entry
 from sr_dist.search.progress import format_constants, format_pareto
-from sr_dist.sr.evolve.recovery import exact_recovery
 
 __all__ = ["RECOVERY_NMSE", "best_candidate", "parsimony_lines", "print_report",
            "simplified_line"]

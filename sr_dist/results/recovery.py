@@ -2,7 +2,9 @@
 
 The fitted constants are floats; the truth has exact ones (``1/2``, ``4*pi``, ``sqrt(2*pi)``).
 Each fitted constant is snapped to the simplest closed form it matches to a relative tolerance
-(a small rational times a power of pi, or the square root of one), then sympy decides
+(a small rational times a power of pi, a small function of a rational, or the square root of a
+pi multiple: the judge's families of the catalog shared with the simplifier,
+:data:`sr_dist.formula.constants.RECOVERY_FAMILIES`), then sympy decides
 whether candidate and truth are the same function. Variables are taken as positive reals (the
 AI Feynman sampling ranges are positive), which lets sympy cancel ``sqrt(x**2)``.
 """
@@ -16,98 +18,112 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sr_dist.formula import Formula, FormulaError, parse_formula
+from sr_dist.formula.constants import (
+    FUNCTIONS_OF_RATIONALS,
+    OF_RATIONAL_MAX_DENOMINATOR,
+    PI_MULTIPLE_ROOTS,
+    PI_MULTIPLES,
+    RECOVERY_MAX_DENOMINATOR,
+    OfRational,
+    Scaled,
+)
 
-if TYPE_CHECKING:
-    import sympy
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import sympy  # type: ignore[import-untyped]  # sympy ships no type information
 
 __all__ = ["exact_recovery", "recovery_verdict", "snap_constant"]
 
-_PI_POWERS = (0, 1, -1, 2, -2, 3, -3)
+#: Values below this in magnitude snap to 0 (no AI Feynman constant is that small).
+ZERO_BELOW = 1e-4
+#: The looser tolerance (``LOOSE_FACTOR * rel_tol``) is for plain forms only: ``p/q * pi**k``
+#: with ``|k| <= LOOSE_MAX_PI_POWER`` and ``q <= LOOSE_MAX_DENOMINATOR``.
+LOOSE_FACTOR = 10
+LOOSE_MAX_PI_POWER = 1
+LOOSE_MAX_DENOMINATOR = 12
 
 
-def snap_constant(value: float, rel_tol: float = 2e-6, max_denominator: int = 32) -> sympy.Expr | None:
+def snap_constant(value: float, rel_tol: float = 2e-6,
+                  max_denominator: int = RECOVERY_MAX_DENOMINATOR) -> sympy.Expr | None:
     """The simplest closed form close to ``value``, or None.
 
-    Tries ``p/q * pi**k``, then ``sqrt(p/q * pi**k)`` (``|k| <= 3``, ``q <= max_denominator``),
-    simplest first (no root, small ``|k|``, small ``q``). A fitted constant is accurate to a few
-    parts in a million (float32 fits), so plain rationals with ``q <= 12`` and ``|k| <= 1`` are
-    accepted within ``10 * rel_tol``, fancier forms only within ``rel_tol``. Between the plain
-    forms and the roots, ``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` and ``cos(p/q)`` with ``q <= 10`` (:func:`_function_of_rational`),
-    within ``rel_tol``: a root with a large ``p`` matches almost any value. Values below
-    1e-4 in magnitude snap to 0 (no AI Feynman constant is that small).
+    The families are the judge's of :data:`sr_dist.formula.constants.RECOVERY_FAMILIES`, in
+    their order. Tries ``p/q * pi**k`` (:data:`~sr_dist.formula.constants.PI_MULTIPLES`), then
+    ``sqrt(p/q * pi**k)`` (``|k| <= 3``, ``q <= max_denominator``), simplest first (no root,
+    small ``|k|``, small ``q``). A fitted constant is accurate to a few parts in a million
+    (float32 fits), so plain rationals with ``q <= 12`` and ``|k| <= 1`` are accepted within
+    ``10 * rel_tol``, fancier forms only within ``rel_tol``. Between the plain forms and the
+    roots, ``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` and ``cos(p/q)`` with
+    ``q <= 10`` (:func:`_function_of_rational`), within ``rel_tol``: a root with a large ``p``
+    matches almost any value. Values below 1e-4 in magnitude snap to 0 (no AI Feynman
+    constant is that small).
     """
     import sympy
 
     if not math.isfinite(value):
         return None
-    if abs(value) < 1e-4:
+    if abs(value) < ZERO_BELOW:
         return sympy.Integer(0)
     sign = 1 if value > 0 else -1
     magnitude = abs(value)
-    for root in (False, True):
-        if root:
-            transcendental = _function_of_rational(magnitude, rel_tol)
-            if transcendental is not None:
-                return sign * transcendental
-        for k in _PI_POWERS:
-            scale = math.pi**k
-            base = (magnitude**2 if root else magnitude) / scale
-            tol = rel_tol * (10 if (not root and abs(k) <= 1) else 1)
-            for q in range(1, max_denominator + 1):
-                p = round(base * q)
-                if p == 0:
-                    continue
-                approx = p / q * scale
-                approx = math.sqrt(approx) if root else approx
-                if abs(approx - magnitude) <= (tol if q <= 12 else rel_tol) * magnitude:
-                    expr = sympy.Rational(p, q) * sympy.pi**k
-                    return sign * (sympy.sqrt(expr) if root else expr)
+    closed = _first_scaled(PI_MULTIPLES, magnitude, rel_tol, max_denominator)
+    if closed is None:
+        closed = _function_of_rational(magnitude, rel_tol)
+    if closed is None:
+        closed = _first_scaled(PI_MULTIPLE_ROOTS, magnitude, rel_tol, max_denominator)
+    return None if closed is None else sign * closed
+
+
+def _first_scaled(families: Sequence[Scaled], magnitude: float, rel_tol: float,
+                  max_denominator: int) -> sympy.Expr | None:
+    """The first member of ``families`` (family by family, ``q`` ascending) within tolerance
+    of ``magnitude`` (> 0), as sympy."""
+    for family in families:
+        loose = not family.root and abs(family.power) <= LOOSE_MAX_PI_POWER
+        tol = rel_tol * (LOOSE_FACTOR if loose else 1)
+        for q in range(1, max_denominator + 1):
+            p = round(family.target(magnitude, q))
+            if p == 0:
+                continue
+            approx = family.value(p, q)
+            if abs(approx - magnitude) <= (tol if q <= LOOSE_MAX_DENOMINATOR else rel_tol) * magnitude:
+                return _scaled_sympy(family, p, q)
     return None
 
 
-#: The rationals tried inside ``log`` and ``exp``: denominators up to 10, ``log(r)`` for
-#: ``1 < r <= 10`` and ``exp(s)`` for ``0 < |s| <= 10``. Larger ``r`` would match almost any
-#: value (``log(p/q)`` is dense there).
-_LOG_EXP_DENOMINATOR = 10
-_LOG_MAX_ARGUMENT = 10
-_EXP_MAX_EXPONENT = 10
-#: ``sin(p/q)`` and ``cos(p/q)`` (``q <= 10``, ``0 < p/q < pi``) are tried too: a phase
-#: (``cos(x - 4/5) = cos(4/5)*cos(x) + sin(4/5)*sin(x)``) leaves them once expanded.
-#: Cubes ``(p/q)**3`` (``q <= 10``, ``p <= 30``): the constant ``(c*x/y)**3`` leaves once
-#: expanded to ``c**3*x**3/y**3`` (``(8/5)**3 = 512/125``, a denominator past the plain bound).
-_CUBE_MAX_NUMERATOR = 30
+def _scaled_sympy(family: Scaled, p: int, q: int) -> sympy.Expr:
+    import sympy
+
+    base = {"pi": sympy.pi, "e": sympy.E}[family.base]
+    expr = sympy.Rational(p, q) * base**family.power
+    return sympy.sqrt(expr) if family.root else expr
+
+
+def _of_rational_sympy(family: OfRational, p: int, q: int) -> sympy.Expr:
+    import sympy
+
+    r = sympy.Rational(p, q)
+    if family.function == "cube":
+        return r**3
+    return {"log": sympy.log, "exp": sympy.exp, "sin": sympy.sin, "cos": sympy.cos}[family.function](r)
 
 
 def _function_of_rational(magnitude: float, rel_tol: float) -> sympy.Expr | None:
     """``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` or ``cos(p/q)`` within ``rel_tol``
-    of ``magnitude`` (see the constants above), fewest digits first: the constants
-    ``log(c*x) = log(x) + log(c)``, ``exp(x + c) = exp(c)*exp(x)``, ``(c*x)**3 = c**3*x**3`` and
+    of ``magnitude`` (:data:`~sr_dist.formula.constants.FUNCTIONS_OF_RATIONALS` and their
+    bounds), fewest digits first: the constants ``log(c*x) = log(x) + log(c)``,
+    ``exp(x + c) = exp(c)*exp(x)``, ``(c*x)**3 = c**3*x**3`` and
     ``cos(x - c) = cos(c)*cos(x) + sin(c)*sin(x)`` leave in a fitted formula. Tried after every
     plain rational and pi form and before the roots, at the strict tolerance only."""
-    import sympy
-
-    found: list[tuple[int, sympy.Expr]] = []
-    log_s = math.log(magnitude)  # magnitude = exp(s)
-    for q in range(1, _LOG_EXP_DENOMINATOR + 1):
-        if magnitude <= math.log(_LOG_MAX_ARGUMENT):
-            p = round(math.exp(magnitude) * q)  # magnitude = log(p/q)
-            if q < p <= _LOG_MAX_ARGUMENT * q and abs(math.log(p / q) - magnitude) <= rel_tol * magnitude:
-                found.append((p + q, sympy.log(sympy.Rational(p, q))))
-        p = round(log_s * q)
-        if p != 0 and abs(p) <= _EXP_MAX_EXPONENT * q and abs(math.exp(p / q) - magnitude) <= rel_tol * magnitude:
-            found.append((abs(p) + q, sympy.exp(sympy.Rational(p, q))))
-        p = round(magnitude ** (1 / 3) * q)  # magnitude = (p/q)**3
-        if 0 < p <= _CUBE_MAX_NUMERATOR and abs((p / q) ** 3 - magnitude) <= rel_tol * magnitude:
-            found.append((p + q, sympy.Rational(p, q) ** 3))
-        if magnitude <= 1:
-            # magnitude = sin(p/q) or cos(p/q), 0 < p/q < pi
-            arcs = ((sympy.sin, math.sin, math.asin(magnitude)), (sympy.sin, math.sin, math.pi - math.asin(magnitude)),
-                    (sympy.cos, math.cos, math.acos(magnitude)))
-            for symbolic, numeric, angle in arcs:
-                p = round(angle * q)
-                if 0 < p < math.pi * q and abs(numeric(p / q) - magnitude) <= rel_tol * magnitude:
-                    found.append((p + q, symbolic(sympy.Rational(p, q))))
-    return min(found, key=lambda f: f[0])[1] if found else None
+    found: list[tuple[int, OfRational, int, int]] = []
+    for q in range(1, OF_RATIONAL_MAX_DENOMINATOR + 1):
+        for family in FUNCTIONS_OF_RATIONALS:
+            for p in family.numerators(magnitude, q):
+                if family.admits(p, q) and abs(family.value(p, q) - magnitude) <= rel_tol * magnitude:
+                    found.append((family.digits(p, q), family, p, q))
+    if not found:
+        return None
+    _, family, p, q = min(found, key=lambda f: f[0])
+    return _of_rational_sympy(family, p, q)
 
 
 def _positive(expr: sympy.Expr, variables: Sequence[str]) -> sympy.Expr:
