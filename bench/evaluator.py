@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator  # noqa: E402
-from sr_dist.evaluator.evaluator import _initial_constants  # noqa: E402
+from sr_dist.evaluator.evaluator import initial_constants  # noqa: E402
 from sr_dist.formula import Formula, evaluate_numpy, parse_formula  # noqa: E402
 
 DATASET = "feynman:I.29.16"
@@ -206,7 +206,7 @@ def jax_jit_fit(f: Formula, X: np.ndarray, y: np.ndarray, names: Sequence[str],
 
 def starts_for(f: Formula) -> np.ndarray:
     """The 4 restart points sr-dist uses for this formula, in its original constant order."""
-    canon = _initial_constants(f.canonical, 0, RESTARTS, len(f.canonical_constants), 1.0)
+    canon = initial_constants(f.canonical, 0, RESTARTS, len(f.canonical_constants), 1.0)
     order = {name: i for i, name in enumerate(f.canonical_constants)}
     return canon[:, [order[c] for c in f.constants]] if f.constants else canon
 

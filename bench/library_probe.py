@@ -6,7 +6,9 @@ order, ``--batch`` at a time with an in-process :class:`Evaluator`, until one ha
 NMSE < 1e-10 and passes the recovery check against the truth (where sympy cannot decide, test
 NMSE < 1e-10), or ``--entries`` are spent. It
 prints the rank of the first exact entry (what a search would reach after ``rank / batch``
-calls), the library's size and its build time. It says nothing about the search around the
+calls) and the seed source that made it (``Seed.source``), the library's size and its build
+time, and at the end a table of exact hits per source; with ``--every-source`` it fits all
+``--entries`` and counts every source that has an exact seed, not only the first. It says nothing about the search around the
 library; use ``bench/feynman_full.py`` and ``bench/synthetic.py`` for the answer a user gets.
 
 Problems: AI Feynman file names, or ``synth:SEED:INDEX`` for ``bench/synthetic.py`` draws
@@ -25,6 +27,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +38,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sr_dist.data import dataset_from_arrays, load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator  # noqa: E402
-from sr_dist.sr.evolve.dimensions import units_from_info  # noqa: E402
-from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
-from sr_dist.sr.evolve.recovery import recovery_verdict  # noqa: E402
-from sr_dist.sr.evolve.seeding import Sample  # noqa: E402
+from sr_dist.results.recovery import recovery_verdict  # noqa: E402
+from sr_dist.sr.evolve import library_for_info  # noqa: E402
 from sr_dist.sr.evolve.tree import render  # noqa: E402
 from sr_dist.sr.factory import problem_info  # noqa: E402
 
@@ -62,34 +63,78 @@ def _dataset(problem: str, n: int, units: bool):  # type: ignore[no-untyped-def]
     return ds, ds.ground_truth or ""
 
 
-def probe(problem: str, n: int, units: bool, entries: int, batch: int) -> str:
+@dataclass(frozen=True)
+class ProbeResult:
+    """One problem's probe: the first exact entry (rank, source, expression) or None, the
+    library's size and build time, and the sources with an exact seed among the fitted entries
+    (all of them with ``every_source``, else the first exact one's)."""
+
+    problem: str
+    rank: int | None
+    source: str | None
+    expression: str
+    size: int
+    build_s: float
+    decided_by_test: bool
+    exact_sources: frozenset[str]
+    best_val: float
+    truth: str
+
+    def line(self, entries: int) -> str:
+        if self.rank is None:
+            return (f"{self.problem:14s} none in {min(entries, self.size):4d} of {self.size:4d} "
+                    f"(build {self.build_s:5.1f} s); best val NMSE {self.best_val:.2e}: {self.expression[:90]}"
+                    f"   | truth {self.truth}")
+        how = " (sympy undecided; test NMSE decides)" if self.decided_by_test else ""
+        return (f"{self.problem:14s} EXACT at rank {self.rank:4d} of {self.size:4d} from {self.source} "
+                f"(build {self.build_s:5.1f} s){how}: {self.expression}")
+
+
+def probe(problem: str, n: int, units: bool, entries: int, batch: int, every_source: bool = False) -> ProbeResult:
     ds, truth = _dataset(problem, n, units)
     info = problem_info(ds)
     variables = tuple(info["variables"])
-    sample = Sample(np.asarray(info["sample"]["X"], dtype=float), np.asarray(info["sample"]["y"], dtype=float))
-    model = EvolveModel(seed=0, batch_size=batch)
     start = time.perf_counter()
-    library = model._library(variables, sample, units_from_info(info, variables))
+    library = library_for_info(info, with_sources=True)
     build_s = time.perf_counter() - start
     evaluator = Evaluator(ds)
     best = math.inf
     best_expr = ""
+    first: tuple[int, str, str, bool] | None = None
+    exact_sources: set[str] = set()
     for offset in range(0, min(entries, len(library)), batch):
-        texts = [render(t) for t in library[offset:offset + batch]]
-        for k, fit in enumerate(evaluator.fit_many(texts)):
+        seeds = library[offset:offset + batch]
+        for k, fit in enumerate(evaluator.fit_many([render(seed.tree) for seed in seeds])):
             val = fit.val_nmse if fit.val_nmse is not None and math.isfinite(fit.val_nmse) else math.inf
             if val < best:
                 best, best_expr = val, fit.expression
-            if val < EXACT_NMSE:
+            if val < EXACT_NMSE and (every_source or first is None) and seeds[k].source not in exact_sources:
                 verdict = recovery_verdict(fit.expression, dict(fit.constants), truth, list(variables))
                 test = fit.test_nmse if fit.test_nmse is not None else math.inf
                 # Undecided by sympy: the test rows stand in for bench/scoring.py's fresh points.
                 if verdict or (verdict is None and test < EXACT_NMSE):
-                    how = "" if verdict else " (sympy undecided; test NMSE decides)"
-                    return (f"{problem:14s} EXACT at rank {offset + k:4d} of {len(library):4d} "
-                            f"(build {build_s:5.1f} s){how}: {fit.expression}")
-    return (f"{problem:14s} none in {min(entries, len(library)):4d} of {len(library):4d} "
-            f"(build {build_s:5.1f} s); best val NMSE {best:.2e}: {best_expr[:90]}   | truth {truth}")
+                    exact_sources.add(seeds[k].source)
+                    if first is None:
+                        first = (offset + k, seeds[k].source, fit.expression, not verdict)
+        if first is not None and not every_source:
+            break
+    if first is None:
+        return ProbeResult(problem, None, None, best_expr, len(library), build_s, False, frozenset(), best, truth)
+    rank, source, expression, by_test = first
+    return ProbeResult(problem, rank, source, expression, len(library), build_s, by_test, frozenset(exact_sources),
+                       best, truth)
+
+
+def source_table(results: Sequence[ProbeResult]) -> str:
+    """Per source: the problems where it gave the first exact entry, and where it gave any."""
+    sources = sorted({s for r in results for s in r.exact_sources} | {r.source for r in results if r.source})
+    lines = ["| source | first exact | any exact |", "|---|---|---|"]
+    for source in sources:
+        first = sum(r.source == source for r in results)
+        any_ = sum(source in r.exact_sources for r in results)
+        lines.append(f"| {source} | {first} | {any_} |")
+    lines.append(f"| (none) | {sum(r.rank is None for r in results)} | |")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,9 +144,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--entries", type=int, default=320)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--every-source", action="store_true",
+                        help="fit all --entries and count every source with an exact seed (slower)")
     args = parser.parse_args(argv)
+    results = []
     for problem in args.problems:
-        print(probe(problem, args.n, args.units == "on", args.entries, args.batch), flush=True)
+        result = probe(problem, args.n, args.units == "on", args.entries, args.batch, args.every_source)
+        results.append(result)
+        print(result.line(args.entries), flush=True)
+    print()
+    print(source_table(results))
     return 0
 
 

@@ -277,7 +277,7 @@ def _chunks(X: np.ndarray, y: np.ndarray, chunk: int, dtype: np.dtype[Any]) -> _
     return _Chunks(Xc, yp.reshape(n_chunks, chunk), w.reshape(n_chunks, chunk))
 
 
-def _initial_constants(key: str, seed: int, restarts: int, k: int, spread: float) -> np.ndarray:
+def initial_constants(key: str, seed: int, restarts: int, k: int, spread: float) -> np.ndarray:
     """Deterministic restart points from (canonical key, seed): restart 0 is all ones (what
     LLM-SR starts from), the others log-uniform magnitudes in 10^[-spread, spread] with random
     signs. Never depends on batch position, so a batch fit equals a lone fit."""
@@ -828,7 +828,7 @@ class Evaluator:
         for i, job in enumerate(batch):
             if kb:
                 full = np.ones((restarts, kb))
-                full[:, :job.k] = _initial_constants(job.canonical, opts.seed, restarts,
+                full[:, :job.k] = initial_constants(job.canonical, opts.seed, restarts,
                                                      job.k, opts.init_spread)
                 init[i] = full
         layout = Layout(f, kb, sc.n_lits, sc.n_temps)
@@ -1004,6 +1004,7 @@ def enable_persistent_cache(path: str) -> None:
 
 __all__ = [
     "PARSE_CACHE_SIZE",
+    "initial_constants",
     "SIZE_CLASSES",
     "Bucket",
     "BucketOverflow",

@@ -320,7 +320,7 @@ def main() -> int:
     # Imported now, while /proc can still be read (scipy stays importable from sys.path, and
     # is left to the code that wants it: importing it costs a second).
     import numpy as np
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     X = np.load(os.path.join(scratch, "X.npy"))
     y = np.load(os.path.join(scratch, "y.npy"))

@@ -29,7 +29,7 @@ from sr_dist.sr.analysis import (
     variable_relationships,
 )
 from sr_dist.sr.analysis.closed_fits import ClosedFit
-from sr_dist.sr.formula_tools import _FormulaTool, format_nmse
+from sr_dist.sr.formula_tools import FormulaTool, format_nmse
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import significant
 from sr_dist.tools.metadata import ToolMetadata
@@ -95,7 +95,7 @@ def _chosen(variables: Sequence[str] | None, names: Sequence[str]) -> list[str] 
     return chosen
 
 
-class _AnalysisTool(_FormulaTool):
+class _AnalysisTool(FormulaTool):
     """An analysis tool: the training arrays from the context."""
 
     def _train(self) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], str]:

@@ -29,7 +29,6 @@ from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import significant
 from sr_dist.tools.formula_helpers import evaluate_expressions, formula_text
 from sr_dist.tools.metadata import ToolMetadata
-from sr_dist.tools.registry import ToolCatalog, ToolRegistry
 from sr_dist.tools.types import ToolCallResult
 
 __all__ = [
@@ -45,7 +44,7 @@ __all__ = [
     "RESULT_FIELDS",
     "RecordedBatch",
     "SubmitFormula",
-    "build_formula_catalog",
+    "FormulaTool",
     "fit_record",
     "format_data_summary",
     "format_nmse",
@@ -249,7 +248,7 @@ def format_data_summary(summary: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- the tool shell
 
 
-class _FormulaTool(BaseTool[EpisodeContext]):
+class FormulaTool(BaseTool[EpisodeContext]):
     """Shared access to the episode context and the one way candidates are fitted and recorded."""
 
     context: EpisodeContext
@@ -261,7 +260,7 @@ class _FormulaTool(BaseTool[EpisodeContext]):
                 f"the {self.metadata.name} tool needs an EpisodeContext, got {type(context).__name__}; "
                 "build one with EpisodeContext.create(dataset, evaluator, ...)"
             )
-        super().__init__(context)  # type: ignore[arg-type]
+        super().__init__(context)
 
     def __call__(self, /, **arguments: Any) -> ToolCallResult:
         self._require_context()
@@ -316,10 +315,10 @@ class _FormulaTool(BaseTool[EpisodeContext]):
 
 
 @BaseTool.register("evaluate_formulas")
-class EvaluateFormulas(_FormulaTool):
+class EvaluateFormulas(FormulaTool):
     metadata = ToolMetadata(name="evaluate_formulas", idempotent=True, max_result_chars=12000)
 
-    def execute(self, expressions: list[str]) -> dict[str, Any]:  # type: ignore[override]
+    def execute(self, expressions: list[str]) -> dict[str, Any]:
         """Fit the free constants of each formula on the training data and score it.
 
         Formulas use the dataset's variables, numbers, + - * / ** (or ^), parentheses, the
@@ -367,10 +366,10 @@ class EvaluateFormulas(_FormulaTool):
 
 
 @BaseTool.register("data_summary")
-class DataSummary(_FormulaTool):
+class DataSummary(FormulaTool):
     metadata = ToolMetadata(name="data_summary", read_only=True, idempotent=True)
 
-    def execute(self) -> dict[str, Any]:  # type: ignore[override]
+    def execute(self) -> dict[str, Any]:
         """Describe the training data: each variable's range, mean, spread and correlation with
         the target, the target's range, and the first few rows."""
         return summarize_data(self.context.dataset)
@@ -380,10 +379,10 @@ class DataSummary(_FormulaTool):
 
 
 @BaseTool.register("best_formulas")
-class BestFormulas(_FormulaTool):
+class BestFormulas(FormulaTool):
     metadata = ToolMetadata(name="best_formulas", read_only=True, idempotent=True)
 
-    def execute(self, k: int = 5) -> dict[str, Any]:  # type: ignore[override]
+    def execute(self, k: int = 5) -> dict[str, Any]:
         """The best formulas evaluated so far: the Pareto front of complexity against
         validation NMSE (each formula is more accurate than every simpler one), each with its
         simplified form (constants written in, snapped to closed forms where that fits as well).
@@ -427,10 +426,10 @@ class BestFormulas(_FormulaTool):
 
 
 @BaseTool.register("submit_formula")
-class SubmitFormula(_FormulaTool):
+class SubmitFormula(FormulaTool):
     metadata = ToolMetadata(name="submit_formula")
 
-    def execute(self, expression: str, rationale: str = "") -> dict[str, Any]:  # type: ignore[override]
+    def execute(self, expression: str, rationale: str = "") -> dict[str, Any]:
         """Submit your final answer. The formula is fitted and scored like any candidate and the
         search ends after this turn. Submit only a formula that fits (status ok).
 
@@ -471,29 +470,3 @@ class SubmitFormula(_FormulaTool):
 
 #: The tool context for one episode, by its earlier name (it returned a dict before).
 formula_tool_context = EpisodeContext.create
-
-
-def build_formula_catalog(
-    tool_context: EpisodeContext,
-    tools: Iterable[str] = FORMULA_TOOLS,
-    *,
-    extra: Iterable[Any] = (),
-    notes: Mapping[str, str] | None = None,
-) -> ToolCatalog:
-    """A catalog of the named registered tools bound to ``tool_context``, plus ``extra`` tools;
-    ``notes`` (tool name -> text, e.g. shared tool experience) extend those tools' descriptions.
-
-    Unknown names raise ``ValueError`` listing the registered ones.
-    """
-    registry = ToolRegistry()
-    for name in tools:
-        registry.register(BaseTool.create(name, context=tool_context))
-    for tool in extra:
-        registry.register(tool)
-    catalog = registry.open_catalog()
-    return catalog.with_notes(notes) if notes else catalog
-
-
-# The analysis tools build on the shell above; importing them here registers them wherever the
-# formula tools are known (last, so the names they import are already defined).
-from sr_dist.sr import analysis_tools as _analysis_tools  # noqa: E402,F401

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sr_dist.sr.formula_tools import _FormulaTool
+from sr_dist.sr.formula_tools import FormulaTool
 from sr_dist.sr.sandbox import SETUP_FAILED, run_sandboxed
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.metadata import ToolMetadata
@@ -33,7 +33,7 @@ _WHY = {
 
 
 @BaseTool.register("run_python")
-class RunPython(_FormulaTool):
+class RunPython(FormulaTool):
     metadata = ToolMetadata(name="run_python", read_only=True, max_result_chars=12000)
 
     def execute(self, code: str) -> dict[str, Any]:

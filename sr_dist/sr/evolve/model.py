@@ -13,7 +13,7 @@ to the constructor), ``seed`` (unless given), and optionally ``sample`` =
 fit, sparse sums). Without a sample the search still runs, from data-free seeds. With
 ``units`` = ``{"variables": {name: exponents}, "target": exponents}`` (a dataset with units) the
 library starts with dimensionally consistent seeds built from the Buckingham π groups
-(:mod:`sr_dist.sr.evolve.dimensions`), and the search prefers consistent candidates.
+(:mod:`sr_dist.sr.evolve.library.sources.pi_groups`), and the search prefers consistent candidates.
 """
 
 from __future__ import annotations
@@ -31,16 +31,18 @@ from sr_dist.context import Context
 from sr_dist.formula import Node
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
 from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
-from sr_dist.sr.evolve.dimensions import pi_library, units_from_info
+from sr_dist.sr.evolve.library.assemble import build_library
+from sr_dist.sr.evolve.library.config import LibraryConfig, library_config
+from sr_dist.sr.evolve.library.sample import Sample, sample_from_info
+from sr_dist.sr.evolve.library.sources.pi_groups import units_from_info
 from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
 from sr_dist.sr.evolve.search import Proposal, SearchConfig, propose
-from sr_dist.sr.evolve.seeding import Sample, _interleave, sample_from_info, seed_library
 
 __all__ = ["EvolveModel", "build_evolve"]
 
 _SEARCH_KEYS = frozenset(f.name for f in fields(SearchConfig))
 #: Keys an evolve config may hold: the common model keys (ignored) plus its own.
-_ALLOWED_KEYS = COMMON_KEYS | _SEARCH_KEYS | {"seed", "variables"}
+_ALLOWED_KEYS = COMMON_KEYS | _SEARCH_KEYS | {"seed", "variables", "library"}
 
 
 def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str] | None:
@@ -69,6 +71,7 @@ class EvolveModel:
         variables: Sequence[str] | None = None,
         seed: int | None = 0,
         batch_size: int = 32,
+        library: Mapping[str, Any] | LibraryConfig | None = None,
         **options: Any,
     ) -> None:
         unknown = set(options) - _SEARCH_KEYS
@@ -82,6 +85,10 @@ class EvolveModel:
             raise ModelConfigError(f"seed must be a non-negative integer, got {seed!r}")
         self.variables = tuple(variables) if variables is not None else None
         self.seed = None if seed is None else int(seed)
+        try:
+            self.library = library_config(library)
+        except (TypeError, ValueError) as exc:
+            raise ModelConfigError(f"invalid evolve library options: {exc}") from exc
         self._libraries: dict[str, tuple[Node, ...]] = {}
 
     # ------------------------------------------------------------------ protocol
@@ -129,11 +136,7 @@ class EvolveModel:
             digest.update(repr(units).encode())
         key = digest.hexdigest()
         if key not in self._libraries:
-            library = seed_library(variables, sample)
-            if units is not None:
-                first, rest = pi_library(variables, units[0], units[1], sample)
-                library = first + _interleave([rest, library])
-            self._libraries[key] = tuple(library)
+            self._libraries[key] = build_library(variables, sample, units, self.library)
         return self._libraries[key]
 
     def _respond(self, proposal: Proposal, history: History) -> ModelResponse:
@@ -181,7 +184,8 @@ def _share(library: tuple[Node, ...], agent_id: int, batch_size: int) -> tuple[N
 
 def build_evolve(cfg: Mapping[str, Any] | Any) -> EvolveModel:
     """Build from a config mapping (or ``DictConfig``): ``batch_size``, ``seed``, ``variables``
-    and any :class:`~sr_dist.sr.evolve.search.SearchConfig` field. The keys every model config may
+    any :class:`~sr_dist.sr.evolve.search.SearchConfig` field and ``library`` (the keys of
+    :class:`~sr_dist.sr.evolve.library.config.LibraryConfig`). The keys every model config may
     carry (``provider``, ``record_path``, ...) are accepted and ignored; others are refused."""
     options = as_plain_dict(cfg)
     check_keys(options, _ALLOWED_KEYS, "evolve")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 
-from sr_dist.formula import BINARY_OPS, UNARY_OPS, Node
+import numpy as np
+
+from sr_dist.formula import BINARY_OPS, UNARY_OPS, Node, evaluate_numpy
 from sr_dist.formula import free_constant_prefix as constant_prefix  # the one naming rule
 
 __all__ = [
@@ -31,6 +33,8 @@ __all__ = [
     "replace",
     "tidy",
     "render",
+    "name_constants",
+    "values",
     "constant_prefix",
     "product",
     "total",
@@ -314,3 +318,25 @@ def render(node: Node, prefix: str = "c") -> str:
         return f"{n.op}({text})", _ATOM
 
     return go(node)[0]
+
+
+def name_constants(node: Node, prefix: str = "c") -> Node:
+    """``node`` with its anonymous constants named ``{prefix}0, {prefix}1, ...`` in reading
+    order, the names :func:`render` gives them."""
+    counter = iter(range(1 << 30))
+
+    def go(n: Node) -> Node:
+        if n.op == "const":
+            return Node("const", name=f"{prefix}{next(counter)}")
+        if not n.args:
+            return n
+        return Node(n.op, tuple(go(a) for a in n.args), n.value, n.name)
+
+    return go(node)
+
+
+def values(node: Node, names: Sequence[str], X: np.ndarray, constants: Sequence[float] = ()) -> np.ndarray:
+    """Values of a search tree at the rows of ``X`` (columns ``names``), its free constants
+    taking ``constants`` in reading order: :func:`sr_dist.formula.evaluate_numpy` on the named tree."""
+    named = name_constants(node)
+    return evaluate_numpy(named, X, names, {f"c{i}": float(v) for i, v in enumerate(constants)})

@@ -13,24 +13,15 @@ from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
 from sr_dist.context import Context
 from sr_dist.formula import Node
-from sr_dist.sr.evolve.decompose import (
-    additive_test,
-    affine_test,
-    best_affine,
-    best_product,
-    best_split,
-    decomposition_seeds,
-    evaluate,
-    find_symmetries,
-    multiplicative_test,
-    product_test,
-    solve,
-    substitute,
-    symmetry_test,
-)
+from sr_dist.formula.tree import replace_leaves
+from sr_dist.sr.evolve.library import Sample, seed_library
+from sr_dist.sr.evolve.library.sources.decomposition import decomposition_seeds, solve
 from sr_dist.sr.evolve.model import EvolveModel
-from sr_dist.sr.evolve.seeding import Sample, seed_library
 from sr_dist.sr.evolve.tree import binary, count_constants, render, tidy, var
+from sr_dist.sr.evolve.tree import values as evaluate
+from sr_dist.sr.structure.product import best_product, product_test
+from sr_dist.sr.structure.separability import additive_test, best_split, multiplicative_test
+from sr_dist.sr.structure.symmetry import affine_test, best_affine, find_symmetries, symmetry_test
 
 Fn = Callable[[np.ndarray], np.ndarray]
 NAMES = ("x0", "x1", "x2")
@@ -120,7 +111,7 @@ def test_best_split_finds_the_groups_of_a_sum() -> None:
 
 def test_substitute_replaces_a_variable_by_an_expression() -> None:
     tree = binary("mul", var("u"), var("x2"))
-    assert render(substitute(tree, "u", binary("sub", var("x0"), var("x1")))) == "(x0 - x1)*x2"
+    assert render(replace_leaves(tree, "var", {"u": binary("sub", var("x0"), var("x1"))})) == "(x0 - x1)*x2"
 
 
 def _fresh_nmse(tree: Node, fn: Fn, X: np.ndarray, fresh: np.ndarray) -> float:
@@ -273,17 +264,17 @@ def test_a_power_of_a_sum_times_a_power_law_is_proposed_as_such() -> None:
 def test_pursuit_errors_are_the_least_squares_errors_of_their_supports(seed: int) -> None:
     # The pursuit passes projections from parent to child and reads errors from gains: each
     # must match a least-squares refit of the support.
-    from sr_dist.sr.evolve.seeding import _fit_error, _pursuit
+    from sr_dist.sr.structure.pursuit import beam_pursuit, fit_error
 
     rng = np.random.default_rng(seed)
     Z = rng.normal(size=(120, 40))
     t = Z[:, [3, 17]] @ np.array([1.5, -0.7]) + 0.3 * rng.normal(size=120)
     t = t - t.mean()
     norm = float(np.sqrt(np.mean(t**2)))
-    found = _pursuit(Z, t, 4, 3, 6)
+    found = beam_pursuit(Z, t, 4, 3, 6)
     assert len(found) > 10
     for support, err in found.items():
-        assert err == pytest.approx(_fit_error(Z, t, support, norm)[0], rel=1e-9, abs=1e-12), support
+        assert err == pytest.approx(fit_error(Z, t, support, norm)[0], rel=1e-9, abs=1e-12), support
     assert min(found, key=found.__getitem__)[:2] == (3, 17) or {3, 17} <= set(min(found, key=found.__getitem__))
 
 
@@ -342,20 +333,21 @@ def test_a_one_factor_term_and_its_partner_are_found_where_greedy_steps_miss_bot
 
 
 def test_best_partners_scores_each_pair_as_least_squares_does() -> None:
-    from sr_dist.sr.evolve.seeding import _best_partners, _fit_error
+    from sr_dist.sr.structure.partners import best_partners
+    from sr_dist.sr.structure.pursuit import fit_error
 
     rng = np.random.default_rng(9)
     V = rng.normal(size=(150, 30))
     Z = (V - V.mean(axis=0)) / V.std(axis=0)
     t = 2 * Z[:, 4] - Z[:, 21] + 0.01 * rng.normal(size=150)
     t = t - t.mean()
-    pairs = _best_partners(Z, t, np.arange(10), keep=3)
+    pairs = best_partners(Z, t, np.arange(10), keep=3)
     assert (4, 21) in pairs
     norm = float(np.sqrt(np.mean(t**2)))
     for support, err in pairs.items():
-        assert err == pytest.approx(_fit_error(Z, t, support, norm)[0], rel=1e-8, abs=1e-12), support
+        assert err == pytest.approx(fit_error(Z, t, support, norm)[0], rel=1e-8, abs=1e-12), support
     # Brute force: for first 4 the best partner by least squares is 21.
-    errs = {k: _fit_error(Z, t, tuple(sorted((4, k))), norm)[0] for k in range(30) if k != 4}
+    errs = {k: fit_error(Z, t, tuple(sorted((4, k))), norm)[0] for k in range(30) if k != 4}
     assert min(errs, key=errs.__getitem__) == 21
 
 
@@ -377,7 +369,6 @@ def test_a_signed_product_of_two_sums_solves_each_part_from_its_estimate() -> No
     # (x4 + sin(x1)) * (x0*x2 - x3 + x5) changes sign: the rank-one product estimates each
     # part to about 1e-4, so no sparse sum of a part is exact, and the first few by size are all
     # single terms; the best sum of two and of three terms must be tried too.
-    from sr_dist.sr.evolve.decompose import solve
 
     names = ["x0", "x1", "x2", "x3", "x4", "x5"]
     rng = np.random.default_rng(7)

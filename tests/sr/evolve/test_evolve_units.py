@@ -10,10 +10,10 @@ import pytest
 
 from sr_dist.data import feynman_equation, load_dataset
 from sr_dist.formula import check_dimensions, parse_formula
-from sr_dist.sr.evolve.dimensions import dimensional_basis, pi_library, units_from_info
+from sr_dist.sr.evolve.library import sample_from_info
+from sr_dist.sr.evolve.library.sources.pi_groups import dimensional_basis, pi_library, units_from_info
 from sr_dist.sr.evolve.model import EvolveModel
 from sr_dist.sr.evolve.population import INCONSISTENT_PENALTY, read_history, score
-from sr_dist.sr.evolve.seeding import sample_from_info
 from sr_dist.sr.evolve.tree import render, tidy
 from sr_dist.sr.factory import problem_info
 from sr_dist.tools.types import ToolCall, ToolCallResult

@@ -1,4 +1,4 @@
-"""Ratios of polynomials in one homogeneous solve (``sr_dist.sr.evolve.rational``): the sparse
+"""Ratios of polynomials in one homogeneous solve (``sr_dist.sr.structure.rational``, as trees by ``sr_dist.sr.evolve.library.sources.rational``): the sparse
 law comes back, with its constants fitted it is exact on fresh points, and what is no ratio, a
 ratio with a pole on the rows, or a plain polynomial gives nothing."""
 
@@ -11,9 +11,10 @@ import pytest
 from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
 from sr_dist.formula import Node
-from sr_dist.sr.evolve.decompose import evaluate
-from sr_dist.sr.evolve.rational import monomials, rational_seeds
+from sr_dist.sr.evolve.library.sources.rational import rational_seeds
 from sr_dist.sr.evolve.tree import count_constants, render
+from sr_dist.sr.evolve.tree import values as evaluate
+from sr_dist.sr.structure.rational import monomials
 
 Fn = Callable[[np.ndarray], np.ndarray]
 NAMES = ("a", "b", "c")

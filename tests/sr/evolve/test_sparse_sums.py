@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 from sr_dist.formula import parse_formula
-from sr_dist.sr.evolve.seeding import EXHAUSTIVE_TERMS, Sample, _all_triples, _basis, _sparse_candidates, sparse_sums
+from sr_dist.sr.evolve.library import Sample
+from sr_dist.sr.evolve.library.basis import build_basis
+from sr_dist.sr.evolve.library.sources.transformed_sums import transformed_sum_seeds
+from sr_dist.sr.evolve.library.sparse_sums import EXHAUSTIVE_TERMS, sparse_sums
 from sr_dist.sr.evolve.tree import render, tidy
+from sr_dist.sr.structure.partners import all_triples
 
 
 def _canonical(text: str, names: list[str]) -> str:
@@ -20,7 +24,7 @@ def test_a_collinear_triple_in_one_variable_is_found() -> None:
     # steps end at 6e-4; scoring every pair with its best third finds the law.
     x = np.random.default_rng(3).uniform(1, 5, size=(256, 1))
     y = (1.1 * x[:, 0] + 2.9) * np.exp(x[:, 0]) / x[:, 0] ** 2 - 2.263 * x[:, 0] ** 2
-    basis = _basis(Sample(x, y), ["x0"], [0], 4500, shape_products=True)
+    basis = build_basis(Sample(x, y), ["x0"], [0], 4500, shape_products=True)
     assert basis is not None and basis.Z.shape[1] <= EXHAUSTIVE_TERMS
     err, terms = sparse_sums(basis, y, every_pair=True)[0]
     assert err < 1e-9
@@ -33,7 +37,7 @@ def test_all_triples_finds_a_planted_triple_and_scores_it_exactly() -> None:
     Z[:, 7] = Z[:, 3] + 0.1 * rng.normal(size=200)  # a near-duplicate proxy
     Z = (Z - Z.mean(axis=0)) / Z.std(axis=0)
     t = 2.0 * Z[:, 3] - 1.5 * Z[:, 11] + 0.3 * Z[:, 25]
-    found = _all_triples(Z, t)
+    found = all_triples(Z, t)
     best = min(found, key=found.__getitem__)
     assert best == (3, 11, 25) and found[best] < 1e-12
     assert all(len(support) == 3 for support in found)
@@ -41,7 +45,7 @@ def test_all_triples_finds_a_planted_triple_and_scores_it_exactly() -> None:
 
 def test_all_triples_is_empty_for_a_basis_too_small_for_three() -> None:
     Z = np.random.default_rng(1).normal(size=(50, 2))
-    assert _all_triples(Z, Z[:, 0]) == {}
+    assert all_triples(Z, Z[:, 0]) == {}
 
 
 @pytest.mark.parametrize(
@@ -58,7 +62,7 @@ def test_all_triples_is_empty_for_a_basis_too_small_for_three() -> None:
 def test_sums_under_log_and_exp_are_near_exact_candidates(label: str, fn, expected: str) -> None:  # type: ignore[no-untyped-def]
     names = ["x0", "x1", "x2"]
     X = np.random.default_rng(2).uniform(0.5, 2.0, size=(300, 3))
-    exact, _ = _sparse_candidates(Sample(X, fn(X)), names, [])
+    exact, _ = transformed_sum_seeds(Sample(X, fn(X)), names, [])
     assert _canonical(expected, names) in {_canonical(render(tidy(t)), names) for t in exact}, label
 
 
@@ -75,7 +79,7 @@ def test_half_powers_and_arccos_give_near_exact_candidates(label: str, fn, expec
     names = ["x0", "x1", "x2"]
     X = np.random.default_rng(4).uniform(0.5, 2.0, size=(300, 3))
     X[:, 1] += 2.0  # keeps x1 - x0**1.5 away from 0
-    law_free, _ = _sparse_candidates(Sample(X, fn(X)), names, [{"x0": 1.0}])
+    law_free, _ = transformed_sum_seeds(Sample(X, fn(X)), names, [{"x0": 1.0}])
     assert _canonical(expected, names) in {_canonical(render(tidy(t)), names) for t in law_free}, label
 
 
@@ -84,7 +88,7 @@ def test_core_terms_stay_first_terms_beside_the_half_powers() -> None:
     # product, which the tiers below the half powers still offer as a first term.
     X = np.random.default_rng(12).uniform(1, 5, size=(256, 3))
     y = X[:, 0] + X[:, 1] + 2 * np.sqrt(X[:, 0] * X[:, 1]) * np.cos(X[:, 2])
-    basis = _basis(Sample(X, y), ["x0", "x1", "x2"], [0, 1, 2], 4500, shape_products=True)
+    basis = build_basis(Sample(X, y), ["x0", "x1", "x2"], [0, 1, 2], 4500, shape_products=True)
     assert basis is not None
     err, terms = sparse_sums(basis, y, every_pair=True)[0]
     assert err < 1e-9 and sorted(render(t) for t in terms) == ["sqrt(x0)*sqrt(x1)*cos(x2)", "x0", "x1"]
@@ -99,5 +103,5 @@ def test_core_terms_stay_first_terms_beside_the_half_powers() -> None:
 )
 def test_one_variable_nests_shapes(label: str, fn, expected: str) -> None:  # type: ignore[no-untyped-def]
     x = np.random.default_rng(5).uniform(0.5, 9.0, size=(300, 1))
-    exact, _ = _sparse_candidates(Sample(x, fn(x[:, 0])), ["x0"], [])
+    exact, _ = transformed_sum_seeds(Sample(x, fn(x[:, 0])), ["x0"], [])
     assert _canonical(expected, ["x0"]) in {_canonical(render(tidy(t)), ["x0"]) for t in exact}, label

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sr_dist.sr.evolve.decompose import evaluate
-from sr_dist.sr.evolve.transforms import TRANSFORMS
+from sr_dist.sr.evolve.library.transforms import TRANSFORMS
+from sr_dist.sr.evolve.tree import values as evaluate
 from sr_dist.sr.evolve.tree import var
 
 #: Targets inside each transform's domain and on the branch its inverse returns.

@@ -15,11 +15,11 @@ import pytest
 
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
+from sr_dist.sr.catalog import build_formula_catalog
 from sr_dist.sr.formula_tools import (
     FORMULA_TOOLS,
     RESULT_FIELDS,
     ListRecorder,
-    build_formula_catalog,
     format_nmse,
     formula_tool_context,
 )

@@ -11,7 +11,8 @@ from typing import Any
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.results import CANDIDATE_SCHEMA, candidate_row, normalize_row
-from sr_dist.sr.formula_tools import ListRecorder, build_formula_catalog, formula_tool_context
+from sr_dist.sr.catalog import build_formula_catalog
+from sr_dist.sr.formula_tools import ListRecorder, formula_tool_context
 from sr_dist.tools import ToolCall
 
 # y = 2.5*x0*x1 in the data; these units make that law consistent.

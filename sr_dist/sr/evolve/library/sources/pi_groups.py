@@ -25,19 +25,17 @@ import numpy as np
 from sr_dist.formula import Node
 from sr_dist.formula.exponents import integer_direction, rref
 from sr_dist.formula.tree import replace_leaves
-from sr_dist.sr.evolve.decompose import decomposition_seeds
-from sr_dist.sr.evolve.seeding import (
-    Sample,
-    _basis,
-    _best_additions,
-    _cx,
-    _fit_error,
-    _interleave,
-    _monomial,
-    _sparse_candidates,
-    power_law,
-)
+from sr_dist.sr.evolve.library.basis import build_basis
+from sr_dist.sr.evolve.library.blocks import monomial, times_const
+from sr_dist.sr.evolve.library.config import DEFAULT_LIBRARY, LibraryConfig
+from sr_dist.sr.evolve.library.order import interleave
+from sr_dist.sr.evolve.library.sources.decomposition import decomposition_seeds
+from sr_dist.sr.evolve.library.sources.transformed_sums import transformed_sum_seeds
 from sr_dist.sr.evolve.tree import binary, const, num, size, total, unary
+from sr_dist.sr.structure.power_law import power_law
+from sr_dist.sr.structure.pursuit import best_additions, fit_error
+from sr_dist.sr.structure.sample import Sample
+from sr_dist.sr.structure.tolerances import NEAR, NEAR_EXACT
 
 __all__ = ["DimensionalBasis", "dimensional_basis", "pi_library", "units_from_info"]
 
@@ -47,9 +45,6 @@ MAX_GROUPS = 4
 #: pursuit's cost grows fast with the groups: with more, only the shapes are seeded).
 MAX_SPARSE_GROUPS = 4
 MAX_RATIONAL_GROUPS = 3
-#: Terms in the sparse basis over the groups (the other seeds use 4000; the groups are already
-#: the right variables, so fewer products are needed).
-PI_BASIS = 1500
 #: Best (denominator, numerator) pairs of the ratio search that are refitted exactly.
 RATIONAL_PAIRS = 24
 
@@ -151,7 +146,7 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
     numerator term. It finds the weighted means and saturations a greedy pursuit from scratch
     misses."""
     sample = Sample(sample.X[:max_rows], sample.y[:max_rows])
-    basis = _basis(sample, names, list(range(len(names))), 400)
+    basis = build_basis(sample, names, list(range(len(names))), 400)
     if basis is None:
         return []
     z = sample.y
@@ -187,48 +182,48 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
     for flat in order:
         j, k = divmod(int(flat), err.shape[1])
         support: tuple[int, ...] = (n_num + j, k)
-        pair_err, _ = _fit_error(Z, t, support, norm)
-        if pair_err >= 1e-7:  # one more numerator term, the best one
-            picks = [m for m in _best_additions(Z, t, support, 4) if m < n_num]
+        pair_err, _ = fit_error(Z, t, support, norm)
+        if pair_err >= NEAR_EXACT:  # one more numerator term, the best one
+            picks = [m for m in best_additions(Z, t, support, 4) if m < n_num]
             if not picks:
                 continue
             support = (*support, picks[0])
-            pair_err, _ = _fit_error(Z, t, support, norm)
-        if pair_err < 1e-7:
+            pair_err, _ = fit_error(Z, t, support, norm)
+        if pair_err < NEAR_EXACT:
             top = [basis.terms[int(low[m])] for m in support if m < n_num]
             numerator = total([binary("mul", const(), term) for term in top] + [const()])
-            denominator = binary("add", num(1.0), _cx(basis.terms[int(den[j])]))
+            denominator = binary("add", num(1.0), times_const(basis.terms[int(den[j])]))
             found.append((pair_err, binary("div", numerator, denominator)))
     found.sort(key=lambda et: et[0])
     return [tree for _, tree in found[:4]]
 
 
 def _monomial_of(exponents: Mapping[str, Fraction], with_const: bool) -> Node:
-    return _monomial({k: float(v) for k, v in exponents.items()}, with_const=with_const)
+    return monomial({k: float(v) for k, v in exponents.items()}, with_const=with_const)
 
 
 #: Shapes of one π group ``a``; every constant sits where a number would (all dimensionless).
 #: The first ones carry their own scale (``c + c*a``); the rest get one in front
 #: (:data:`UNSCALED_PI_SHAPES`): ``1/(exp(c*a) - 1)`` alone cannot fit Planck's ``1/(2*pi**3)``.
 PI_SHAPES: tuple[Callable[[Node], Node], ...] = (
-    lambda a: binary("add", const(), _cx(a)),
-    lambda a: binary("div", num(1.0), binary("add", const(), _cx(a))),
-    lambda a: binary("pow", binary("add", const(), _cx(binary("pow", a, num(2.0)))), num(-0.5)),
-    lambda a: unary("sqrt", binary("add", const(), _cx(binary("pow", a, num(2.0))))),
-    lambda a: binary("add", const(), _cx(binary("pow", a, num(2.0)))),
-    lambda a: binary("div", num(1.0), binary("add", const(), _cx(binary("pow", a, num(2.0))))),
+    lambda a: binary("add", const(), times_const(a)),
+    lambda a: binary("div", num(1.0), binary("add", const(), times_const(a))),
+    lambda a: binary("pow", binary("add", const(), times_const(binary("pow", a, num(2.0)))), num(-0.5)),
+    lambda a: unary("sqrt", binary("add", const(), times_const(binary("pow", a, num(2.0))))),
+    lambda a: binary("add", const(), times_const(binary("pow", a, num(2.0)))),
+    lambda a: binary("div", num(1.0), binary("add", const(), times_const(binary("pow", a, num(2.0))))),
 )
 UNSCALED_PI_SHAPES: tuple[Callable[[Node], Node], ...] = (
-    lambda a: unary("exp", _cx(a)),
-    lambda a: unary("exp", _cx(binary("pow", a, num(2.0)))),
-    lambda a: unary("sin", _cx(a)),
-    lambda a: unary("cos", _cx(a)),
-    lambda a: binary("pow", unary("sin", _cx(a)), num(2.0)),
-    lambda a: unary("tanh", _cx(a)),
-    lambda a: binary("div", num(1.0), binary("sub", unary("exp", _cx(a)), num(1.0))),
-    lambda a: binary("add", const(), unary("cos", _cx(a))),
-    lambda a: unary("log", binary("add", const(), _cx(a))),
-    lambda a: unary("arcsin", _cx(a)),
+    lambda a: unary("exp", times_const(a)),
+    lambda a: unary("exp", times_const(binary("pow", a, num(2.0)))),
+    lambda a: unary("sin", times_const(a)),
+    lambda a: unary("cos", times_const(a)),
+    lambda a: binary("pow", unary("sin", times_const(a)), num(2.0)),
+    lambda a: unary("tanh", times_const(a)),
+    lambda a: binary("div", num(1.0), binary("sub", unary("exp", times_const(a)), num(1.0))),
+    lambda a: binary("add", const(), unary("cos", times_const(a))),
+    lambda a: unary("log", binary("add", const(), times_const(a))),
+    lambda a: unary("arcsin", times_const(a)),
 )
 
 
@@ -238,7 +233,8 @@ def _substitute(tree: Node, groups: Mapping[str, Node]) -> Node:
 
 
 def pi_library(variables: Sequence[str], units: Mapping[str, Sequence[Fraction]],
-               target: Sequence[Fraction], sample: Sample | None) -> tuple[list[Node], list[Node]]:
+               target: Sequence[Fraction], sample: Sample | None,
+               config: LibraryConfig = DEFAULT_LIBRARY) -> tuple[list[Node], list[Node]]:
     """Dimensionally consistent seeds (see the module docstring): the near-exact sparse models
     over the π groups and the bare prefactors, then the rest."""
     basis = dimensional_basis(variables, units, target)
@@ -263,15 +259,15 @@ def pi_library(variables: Sequence[str], units: Mapping[str, Sequence[Fraction]]
         # The data's prefactor and the plain one: a law such as a weighted mean is a ratio of
         # sums only over the plain prefactor (the second only with few groups: time).
         for p in prefactors[: 2 if len(basis.groups) <= MAX_RATIONAL_GROUPS else 1]:
-            more_exact, more_loose = _group_sums(variables, basis, p, group_nodes, sample)
+            more_exact, more_loose = _group_sums(variables, basis, p, group_nodes, sample, config)
             exact += more_exact
             loose += more_loose
     exact.sort(key=size)  # all near-exact: the simplest first (stable: ties keep their order)
-    return exact + plain, _interleave([shaped, loose])
+    return exact + plain, interleave([shaped, loose])
 
 
 def _group_sums(variables: Sequence[str], basis: DimensionalBasis, prefactor: Mapping[str, Fraction],
-                group_nodes: Sequence[Node], sample: Sample) -> tuple[list[Node], list[Node]]:
+                group_nodes: Sequence[Node], sample: Sample, config: LibraryConfig) -> tuple[list[Node], list[Node]]:
     """``prefactor * sparse model over the π groups`` (sums and ratios of sums)."""
     index = {n: j for j, n in enumerate(variables)}
     with np.errstate(all="ignore"):
@@ -290,16 +286,18 @@ def _group_sums(variables: Sequence[str], basis: DimensionalBasis, prefactor: Ma
     names = [f"pi{i}" for i in range(len(basis.groups))]
     pi_sample = Sample(pis[keep], z[keep])
     law = power_law(pi_sample, names)
-    exact, loose = _sparse_candidates(pi_sample, names, law.outer_sets() if law is not None else [],
-                                      max_basis=PI_BASIS)
+    exact_seeds, loose_seeds = transformed_sum_seeds(pi_sample, names, law.outer_sets() if law is not None else [],
+                                                     config, max_basis=config.pi_basis)
+    exact, loose = [s.tree for s in exact_seeds], [s.tree for s in loose_seeds]
     if len(names) <= MAX_RATIONAL_GROUPS:
         exact = _rationals(pi_sample, names) + exact
     if len(names) >= 2:
         # The dimensionless problem decomposed as AI Feynman does after its dimensional
         # analysis: a law such as (1 - pi1) / sqrt(1 - pi2**2) is a product of one-group parts.
-        found = decomposition_seeds(pi_sample, names)
-        exact = [t for err, t in found if err < 1e-6] + exact
-        loose = loose + [t for err, t in found if err >= 1e-6]
+        found = decomposition_seeds(pi_sample, names, config.decomposition_rows, config.decomposition_depth,
+                                    config.decomposition_solves)
+        exact = [t for err, t in found if err < NEAR] + exact
+        loose = loose + [t for err, t in found if err >= NEAR]
     placeholders = dict(zip(names, group_nodes, strict=True))
     outer = _monomial_of(prefactor, with_const=False)
 
