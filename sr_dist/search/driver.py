@@ -276,7 +276,7 @@ class Driver:
     def _start_pool(self, dataset: Any) -> None:
         """The evaluator replicas, one placement-group bundle each, spread across nodes."""
         s = self.settings.evaluator
-        resources = ray.cluster_resources()
+        resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call,unused-ignore]
         count = resolve_replicas(s.replicas, s.device, resources, num_gpus=s.num_gpus,
                                  cpus_per_replica=s.cpus_per_replica)
         bundle = replica_bundle(s.device, num_gpus=s.num_gpus, cpus_per_replica=s.cpus_per_replica)

@@ -44,15 +44,15 @@ def check_results_path(path: Path, min_free_bytes: int = MIN_FREE_BYTES) -> None
         except OSError as exc:
             raise SettingsError("results.path", f"cannot be created: {exc.strerror or exc} "
                                 f"({path}); pick a directory you can write to") from exc
-    exc = probe_write(path)
-    if exc is not None:
+    refusal = probe_write(path)
+    if refusal is not None:
         why = {errno.EROFS: "is on a read-only file system", errno.EACCES: "is not writable",
                errno.EPERM: "is not writable", errno.ENOSPC: "is on a full disk",
-               errno.EDQUOT: "is over its disk quota"}.get(exc.errno or 0, f"refused a test "
-                                                                         f"write ({exc})")
+               errno.EDQUOT: "is over its disk quota"}.get(refusal.errno or 0, f"refused a test "
+                                                                         f"write ({refusal})")
         fix = ("free some space or pick another directory"
-               if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "pick a directory you can write to")
-        raise SettingsError("results.path", f"{path} {why}: {fix}") from exc
+               if refusal.errno in (errno.ENOSPC, errno.EDQUOT) else "pick a directory you can write to")
+        raise SettingsError("results.path", f"{path} {why}: {fix}") from refusal
     try:
         stat = os.statvfs(path)
     except (OSError, AttributeError):  # no statvfs (Windows): the probe write has to do

@@ -194,7 +194,7 @@ def route_worker_output() -> bool:
     """Replace Ray's printer of the actors' output with :func:`_forward`; returns whether it
     could (Ray keeps the printer in private modules: another Ray version leaves it as is)."""
     try:
-        from ray._private import worker  # type: ignore[attr-defined]
+        from ray._private import worker  # type: ignore[attr-defined,unused-ignore]
         from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
     except ImportError:
         return False

@@ -219,7 +219,8 @@ def agent_restarts(path: Path, run_id: str, agent_ids: Sequence[int], *,
         table = open_results(path).candidates.to_table(
             columns=_COLUMNS,
             filter=(ds.field("run_id") == run_id) & ds.field("agent_id").isin(wanted))
-        return table.to_pylist()
+        rows: list[dict[str, Any]] = table.to_pylist()
+        return rows
 
     by_agent: dict[int, list[Mapping[str, Any]]] = {a: [] for a in wanted}
     for row in retry_on_swap(read):  # the writer may be rolling the run's files meanwhile

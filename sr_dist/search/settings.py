@@ -168,7 +168,7 @@ def _resume(section: Any) -> str | None:
         return None
     if not isinstance(section, Mapping):
         raise SettingsError("run", f"must be a config group (a mapping), got {section!r}")
-    value = str_value(section.get("resume"), "run.resume", optional=True)
+    value: str | None = str_value(section.get("resume"), "run.resume", optional=True)
     if value is not None and any(c in value for c in "/\\\n\x00"):
         raise SettingsError("run.resume", f"must be a run id, got {value!r}")
     return value
