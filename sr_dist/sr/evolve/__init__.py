@@ -7,7 +7,7 @@ formula trees and frozen values, testable without JAX or an agent loop.
 from sr_dist.sr.evolve.library import Sample, build_library, library_for_info, sample_from_info, seed_library
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, random_tree
 from sr_dist.sr.evolve.population import History, Individual, read_history
-from sr_dist.sr.evolve.search import Proposal, SearchConfig, propose
+from sr_dist.sr.evolve.search import EvolveConfig, Proposal, SearchConfig, propose
 from sr_dist.sr.structure.power_law import power_law
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Sample",
     "build_library",
     "library_for_info",
+    "EvolveConfig",
     "SearchConfig",
     "power_law",
     "propose",

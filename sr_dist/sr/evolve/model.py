@@ -36,11 +36,11 @@ from sr_dist.sr.evolve.library.config import LibraryConfig, library_config
 from sr_dist.sr.evolve.library.sample import Sample, sample_from_info
 from sr_dist.sr.evolve.library.sources.pi_groups import units_from_info
 from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
-from sr_dist.sr.evolve.search import Proposal, SearchConfig, propose
+from sr_dist.sr.evolve.search import EvolveConfig, Proposal, propose
 
 __all__ = ["EvolveModel", "build_evolve"]
 
-_SEARCH_KEYS = frozenset(f.name for f in fields(SearchConfig))
+_SEARCH_KEYS = frozenset(f.name for f in fields(EvolveConfig))
 #: Keys an evolve config may hold: the common model keys (ignored) plus its own.
 _ALLOWED_KEYS = COMMON_KEYS | _SEARCH_KEYS | {"seed", "variables", "library"}
 
@@ -78,7 +78,7 @@ class EvolveModel:
         if unknown:
             raise ModelConfigError(f"unknown evolve option(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(_SEARCH_KEYS))}")
         try:
-            self.config = SearchConfig(batch_size=batch_size, **options)
+            self.config = EvolveConfig(batch_size=batch_size, **options)
         except (TypeError, ValueError) as exc:
             raise ModelConfigError(f"invalid evolve options: {exc}") from exc
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
@@ -184,7 +184,7 @@ def _share(library: tuple[Node, ...], agent_id: int, batch_size: int) -> tuple[N
 
 def build_evolve(cfg: Mapping[str, Any] | Any) -> EvolveModel:
     """Build from a config mapping (or ``DictConfig``): ``batch_size``, ``seed``, ``variables``
-    any :class:`~sr_dist.sr.evolve.search.SearchConfig` field and ``library`` (the keys of
+    any :class:`~sr_dist.sr.evolve.search.EvolveConfig` field and ``library`` (the keys of
     :class:`~sr_dist.sr.evolve.library.config.LibraryConfig`). The keys every model config may
     carry (``provider``, ``record_path``, ...) are accepted and ignored; others are refused."""
     options = as_plain_dict(cfg)

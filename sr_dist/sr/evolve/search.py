@@ -22,10 +22,10 @@ from sr_dist.sr.evolve.operators import OPERATORS, Grammar, constant_reductions,
 from sr_dist.sr.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
 from sr_dist.sr.evolve.tree import constant_prefix, count_constants, has_var, render, size, tidy
 
-__all__ = ["SearchConfig", "Proposal", "propose", "grammar_for"]
+__all__ = ["EvolveConfig", "Proposal", "SearchConfig", "propose", "grammar_for"]
 
 _POLISH_OPERATORS = ("drop_term", "constant_subtree", "delete_node")
-#: Limits for library seeds (the search's own are ``SearchConfig.max_size`` and
+#: Limits for library seeds (the search's own are ``EvolveConfig.max_size`` and
 #: ``max_constants``): the evaluator's largest constant bucket, and twice the default size.
 SEED_MAX_CONSTANTS = 16
 SEED_MAX_SIZE = 80
@@ -34,7 +34,7 @@ REDUCED_SOLUTIONS = 3
 
 
 @dataclass(frozen=True)
-class SearchConfig:
+class EvolveConfig:
     """Knobs of the search; the defaults are what the benchmark in docs/benchmarks.md uses."""
 
     batch_size: int = 32
@@ -77,7 +77,12 @@ class Proposal:
     reason: str = ""
 
 
-def grammar_for(variables: Sequence[str], config: SearchConfig) -> Grammar:
+#: The earlier name of :class:`EvolveConfig` (``sr_dist.conf.schema.SearchConfig`` is the run's
+#: ``search`` group, a different thing).
+SearchConfig = EvolveConfig
+
+
+def grammar_for(variables: Sequence[str], config: EvolveConfig) -> Grammar:
     return Grammar(tuple(variables), max_size=config.max_size, max_constants=config.max_constants)
 
 
@@ -116,7 +121,7 @@ class _Batch:
         return True
 
 
-def _submission(history: History, config: SearchConfig) -> Proposal | None:
+def _submission(history: History, config: EvolveConfig) -> Proposal | None:
     best = history.best
     if best is None:
         return None
@@ -138,7 +143,7 @@ def propose(
     history: History,
     variables: Sequence[str],
     library: Sequence[Node],
-    config: SearchConfig,
+    config: EvolveConfig,
     rng: np.random.Generator,
     can_submit: bool = True,
 ) -> Proposal:

@@ -193,11 +193,12 @@ def test_decomposition_is_deterministic_and_reads_only_the_sample() -> None:
     assert first == again
     # The library the model builds from context.info's sample (training rows: no dataset, no
     # test split anywhere in reach) starts with the decomposition's near-exact proposal.
-    library = [render(tidy(t)) for t in seed_library(NAMES, Sample(X, y))]
     model = EvolveModel(seed=0, batch_size=8)
     info = {"variables": list(NAMES), "sample": {"X": X.tolist(), "y": y.tolist()}}
     response = model.call(Context(info=info))
     proposed = json.loads(response.tool_calls[0]["function"]["arguments"])["expressions"]
+    (built,) = model._libraries.values()  # noqa: SLF001 - the one library the call built
+    library = [render(tidy(t)) for t in built]
     assert first[0] in library
     assert first[0].replace(" ", "") in {p.replace(" ", "") for p in proposed}
 

@@ -99,7 +99,7 @@ def _fitted(text: str, nmse: float) -> Individual:
 
 
 def test_propose_leads_with_one_constant_reductions_of_the_simplest_solutions() -> None:
-    from sr_dist.sr.evolve.search import REDUCED_SOLUTIONS, SearchConfig, propose
+    from sr_dist.sr.evolve.search import REDUCED_SOLUTIONS, EvolveConfig, propose
 
     solutions = ["c0*x0 + c1*x1", "c0*x1*(c1*x2 + c2)", "c0*x2**2 + c1*x0 + c2"]
     # A fourth, longer solution and an unsolved candidate as simple as the simplest solution:
@@ -113,11 +113,11 @@ def test_propose_leads_with_one_constant_reductions_of_the_simplest_solutions() 
                 "x1*(c0*x2 + c1)", "c0*x1*(x2 + c1)", "c0*x1*x2",
                 "x2**2 + c0*x0 + c1", "c0*x2**2 + x0 + c1", "c0*x2**2 + c1*x0"]
 
-    proposal = propose(history, NAMES, [], SearchConfig(batch_size=16), np.random.default_rng(0))
+    proposal = propose(history, NAMES, [], EvolveConfig(batch_size=16), np.random.default_rng(0))
     assert proposal.submit is None  # still polishing
     assert list(proposal.expressions[: len(expected)]) == expected
     # The reductions take at most half of a batch.
-    small = propose(history, NAMES, [], SearchConfig(batch_size=4), np.random.default_rng(0))
+    small = propose(history, NAMES, [], EvolveConfig(batch_size=4), np.random.default_rng(0))
     assert list(small.expressions[:2]) == expected[:2]
     assert not set(small.expressions[2:]) & set(expected[2:])
 
