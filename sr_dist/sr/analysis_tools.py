@@ -29,6 +29,7 @@ from sr_dist.sr.analysis import (
     variable_relationships,
 )
 from sr_dist.sr.analysis.closed_fits import ClosedFit
+from sr_dist.sr.analysis.separability import NEAR_SCORE, SEPARABLE_SCORE, SYMMETRY_MAX_VARS
 from sr_dist.sr.formula_tools import FormulaTool, format_nmse
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import significant
@@ -248,9 +249,15 @@ class ResidualAnalysis(_AnalysisTool):
 
 
 def _score_text(verdict: dict[str, Any]) -> str:
-    if verdict["score"] is None:
-        return "n/a"
-    return f"{'YES' if verdict['separable'] else 'no'} ({_num(verdict['score'])})"
+    word = {"separable": "YES", "not separable": "no"}.get(verdict["verdict"], "undetermined")
+    return word if verdict["score"] is None else f"{word} ({_num(verdict['score'])})"
+
+
+def _split_text(split: dict[str, Any] | None) -> str:
+    if split is None:
+        return "none"
+    a, b = (", ".join(g) for g in split["groups"])
+    return f"[{a}] vs [{b}] ({_num(split['score'])})"
 
 
 @BaseTool.register("separability_test")
@@ -262,14 +269,17 @@ class SeparabilityTest(_AnalysisTool):
         """Test, AI Feynman style, whether the target splits into parts: additive
         f(A) + g(B) or multiplicative f(A) * g(B) for two groups of variables A and B, and
         whether it depends on a pair of variables x, y only through x-y, x+y, x*y or x/y.
-        It fits a smooth polynomial surrogate to the training data and measures the
-        mixed difference f(a,b) - f(a',b) - f(a,b') + f(a',b') (on log|f| for products):
-        a score near 0 means separable (or symmetric), near 1 means not. Split a
-        separable problem and solve the parts one by one.
+        The verdicts are the structure core's, the same tests the offline proposer runs: a
+        smooth surrogate restricted to the structure (e.g. no terms mixing A and B; on
+        log|f| for products) is fitted on 3/4 of the training rows, and its relative error
+        on the rest is the score: separable (or symmetric) when the score is below 0.002
+        and a free surrogate is not 4 times better; undetermined when even the free
+        surrogate does not fit. Split a separable problem and solve the parts one by one.
 
         Args:
             groups: Two lists of variable names, e.g. [["x0", "x1"], ["x2"]]; variables in
-                neither keep their values. Omit to test each variable against all the others.
+                neither group may enter both parts. Omit to test each variable against all
+                the others and to search the best split.
         """
         X, y, names, _ = self._train()
         try:
@@ -279,9 +289,16 @@ class SeparabilityTest(_AnalysisTool):
 
     def format_result_dict(self, result: Any) -> str:
         s = result["surrogate"]
-        trust = "" if s["holdout_nmse"] < 1e-3 else " (a rough fit: treat the verdicts as hints)"
-        lines = [f"Surrogate: degree-{s['degree']} polynomial, held-out nmse "
-                 f"{format_nmse(s['holdout_nmse'])}{trust}. Separable? score (0 = separable, ~1 = not):"]
+        if "note" in result:
+            head = f"{result['note']}."
+        elif s["holdout_error"] is None:
+            head = "The free surrogate could not be fitted: every verdict is undetermined."
+        else:
+            trust = ("" if s["holdout_error"] < SEPARABLE_SCORE else f" (above {_num(SEPARABLE_SCORE)}: noise "
+                     "or a rough fit, so a split scoring about as well is undetermined, not refuted)")
+            head = (f"Free surrogate: degree-{s['degree']} Chebyshev basis ({s['terms']} terms), held-out "
+                    f"relative error {_num(s['holdout_error'])}{trust}.")
+        lines = [head + f" Separable? held-out relative error of the split model (YES below {_num(SEPARABLE_SCORE)}):"]
         tests = result["tests"]
         for test in tests[:MAX_LISTED]:
             a, b = (", ".join(g) for g in test["groups"])
@@ -289,15 +306,23 @@ class SeparabilityTest(_AnalysisTool):
             lines.append(f"  [{a}] vs [{b}]: additive {_score_text(test['additive'])}, "
                          f"multiplicative {_score_text(test['multiplicative'])}{extra}")
         lines += _left_out(len(tests), min(len(tests), MAX_LISTED), "test(s)")
+        best = result.get("best_split")
+        if best is not None:
+            lines.append(f"Best split (at most 2 variables on one side): additive {_split_text(best['additive'])}, "
+                         f"multiplicative {_split_text(best['multiplicative'])}")
         symmetries = result["symmetries"]
         found = sorted((x for x in symmetries if x["symmetric"] or x["near"]), key=lambda x: x["score"])
         if found:
-            lines.append(f"Symmetries ({len(symmetries)} tested; score < 0.05 = yes, < 0.15 = near):")
+            lines.append(f"Symmetries ({len(symmetries)} tested; held-out error of the pair model, yes "
+                         f"when accepted, near below {_num(NEAR_SCORE)}):")
             lines += [f"  depends on {x['pair'][0]}, {x['pair'][1]} only through {x['kind']}: "
                       f"{'yes' if x['symmetric'] else 'near'} ({_num(x['score'])})" for x in found[:MAX_LISTED]]
             lines += _left_out(len(found), min(len(found), MAX_LISTED), "symmetry(ies)")
-        else:
+        elif symmetries:
             lines.append(f"No pair symmetry (x-y, x+y, x*y, x/y) found among {len(symmetries)} tested.")
+        else:
+            lines.append(f"Pair symmetries not tested (the surrogate tells them for 2 to {SYMMETRY_MAX_VARS} "
+                         "variables only).")
         return "\n".join(lines)
 
 
@@ -388,9 +413,10 @@ class FitPowerLaw(_ClosedFitTool):
     metadata = ToolMetadata(name="fit_power_law", read_only=True, idempotent=True, max_result_chars=_MAX_CHARS)
 
     def execute(self, variables: list[str] | None = None) -> dict[str, Any]:
-        """Power law target = c * x1**b1 * x2**b2 * ... in the chosen variables, fitted by
-        least squares on logs of the training data (log|target| against log x, so it minimises
-        relative error). Needs strictly positive variables and a target of one sign (a negative
+        """Power law target = c * x1**b1 * x2**b2 * ... in the chosen variables, fitted on
+        logs of the training data (log|target| against log x, so it minimises relative error)
+        by robust least squares (Huber weights: a few rows off the law do not bend the
+        exponents; the same fit the offline proposer uses). Needs strictly positive variables and a target of one sign (a negative
         target is fitted as -c * ...); otherwise it says so. Returns the formula with numbers,
         a template with free constants and the train NMSE.
 

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from sr_dist.sr.analysis._common import AnalysisRequestError, fresh_name, nmse, number_text, term_text
+from sr_dist.sr.structure.power_law import huber_lstsq
 
 __all__ = [
     "MAX_DEGREE",
     "MAX_TERMS",
+    "POWER_LAW_ROWS",
     "ClosedFit",
     "FitRequestError",
     "fit_polynomial",
@@ -38,6 +40,8 @@ MAX_DEGREE = 6
 MAX_TERMS = 200
 #: A term whose share of the target's spread is below this is dropped as numerical noise.
 _NEGLIGIBLE = 1e-9
+#: Fewest rows a power law is fitted on (the structure core's ``power_law`` asks as many).
+POWER_LAW_ROWS = 8
 #: Reweighting rounds of the rational fit (Sanathanan-Koerner): each divides by the last Q.
 _RATIONAL_ROUNDS = 4
 
@@ -185,11 +189,15 @@ def fit_polynomial(X: np.ndarray, y: np.ndarray, names: Sequence[str], degree: i
 
 
 def fit_power_law(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> ClosedFit:
-    """``y = c * prod(x_i ** b_i)`` by least squares on ``log|y| = log c + sum b_i log x_i``.
+    """``y = c * prod(x_i ** b_i)`` by a robust fit of ``log|y| = log c + sum b_i log x_i``.
 
-    Needs every chosen variable strictly positive and the target of one sign without zeros
-    (a negative target is fitted as ``-c * ...``). The fit minimises the error of the logs,
-    i.e. relative error; ``train_nmse`` is measured on the original scale.
+    The fit is the structure core's (:func:`sr_dist.sr.structure.power_law.huber_lstsq`, the
+    log-log fit the offline proposer reads its power laws from): least squares reweighted with
+    Huber's weights, so a few rows off the law do not bend the exponents. Needs every chosen
+    variable strictly positive and the target of one sign without zeros (a negative target is
+    fitted as ``-c * ...``); a variable constant on the rows gets the exponent 0 (its power is
+    part of ``c``). The fit minimises the error of the logs, i.e. relative error;
+    ``train_nmse`` is measured on the original scale.
     """
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     bad = [name for j, name in enumerate(names) if not np.all(X[:, j] > 0)]
@@ -204,10 +212,18 @@ def fit_power_law(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> ClosedF
     else:
         raise FitRequestError("a power law needs a target of one sign without zeros; this target "
                               "changes sign or is zero. Try fit_polynomial or fit_rational")
-    A = np.column_stack([np.ones(len(y)), np.log(X)])
-    coef, *_ = np.linalg.lstsq(A, np.log(sign * y), rcond=None)
+    if len(y) < POWER_LAW_ROWS:
+        raise FitRequestError(f"a power law needs at least {POWER_LAW_ROWS} training rows, got {len(y)}")
+    # The columns of the core's ``power_law``: a constant, then log x of each varying variable.
+    varying = [j for j in range(X.shape[1]) if np.ptp(X[:, j]) > 0]
+    A = np.column_stack([np.ones(len(y))] + [np.log(X[:, j]) for j in varying])
+    coef, _ = huber_lstsq(A, np.log(sign * y))
+    if not np.all(np.isfinite(coef)):
+        raise FitRequestError("the log-log fit did not converge on this data; try fit_polynomial")
     prefactor = sign * math.exp(float(coef[0]))
-    exponents = [float(b) for b in coef[1:]]
+    exponents = [0.0] * len(names)
+    for i, j in enumerate(varying):
+        exponents[j] = float(coef[i + 1])
     with np.errstate(all="ignore"):
         prediction = prefactor * np.exp(np.log(X) @ np.asarray(exponents))
     body = term_text(names, [_tidy(b) for b in exponents])
@@ -216,7 +232,7 @@ def fit_power_law(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> ClosedF
     template = "*".join([fresh_name("c", 0, names),
                          *(f"{name}**{b}" for name, b in zip(names, exponent_names, strict=True))])
     return ClosedFit("power_law", tuple(names), formula, template, nmse(y, prediction), len(names) + 1,
-                     note="fitted on logs (relative error)")
+                     note="fitted on logs, robustly (relative error, Huber weights)")
 
 
 def _tidy(exponent: float) -> float:
@@ -234,6 +250,11 @@ def fit_rational(X: np.ndarray, y: np.ndarray, names: Sequence[str], numerator_d
     the linearised error back into the true one. The constant term of the denominator is 1
     (that fixes the scale). ``note`` says when the denominator changes sign on the data (a
     pole inside the training range).
+
+    Not the structure core's :func:`sr_dist.sr.structure.rational.rational_fits`: that one
+    answers another question (is there a sparse *exact* ratio, at degrees it picks, on at most
+    256 rows and six variables; nothing on noisy data, and no coefficients), while this is the
+    least-squares ratio of the degrees asked for, exact or not.
     """
     num_degree = _check_degree(numerator_degree, "numerator_degree", 0)
     den_degree = _check_degree(denominator_degree, "denominator_degree", 1)

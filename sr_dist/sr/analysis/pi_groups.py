@@ -1,11 +1,12 @@
 """Buckingham pi analysis of a dataset's units: the dimensionless groups of its variables and
 a power-law prefactor with the target's units, so that ``target = prefactor * f(groups)``.
 
-Exact arithmetic over fractions: the groups are a basis of the null space of the dimension
-matrix (one row per base unit, one column per variable), each scaled to the smallest integer
-exponents; the prefactor is one solution of ``matrix @ p = target unit`` (the variables listed
-later are the ones left out of it, so it is one choice among several whenever groups exist:
-any prefactor times a power of the groups is as good).
+Exact arithmetic over fractions, by the structure core (:mod:`sr_dist.sr.structure.pi_groups`,
+the computation the offline proposer's π-group seeds read): the groups are a basis of the null
+space of the dimension matrix (one row per base unit, one column per variable), each scaled to
+the smallest integer exponents; the prefactor is one solution of ``matrix @ p = target unit``
+(the variables listed later are the ones left out of it, so it is one choice among several
+whenever groups exist: any prefactor times a power of the groups is as good).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from sr_dist.formula.exponents import integer_direction, rref
 from sr_dist.formula.units import BASE_UNITS, DatasetUnits, Unit
 from sr_dist.sr.analysis._common import fresh_name
+from sr_dist.sr.structure.pi_groups import unit_basis
 
 __all__ = ["NO_UNITS", "buckingham_groups", "power_product"]
 
@@ -24,8 +25,6 @@ __all__ = ["NO_UNITS", "buckingham_groups", "power_product"]
 NO_UNITS = ("the dataset has no units, so there are no dimensionless groups to find; give "
             "dataset.units (units: feynman for a Feynman dataset, or a mapping from each variable "
             "and the target to its unit) to use dimensional analysis")
-
-Matrix = list[list[Fraction]]
 
 
 def _exponent_text(power: Fraction) -> str:
@@ -52,44 +51,26 @@ def _exponents(names: Sequence[str], powers: Sequence[Fraction]) -> dict[str, st
 
 def buckingham_groups(units: DatasetUnits | None, target: str) -> dict[str, Any]:
     """The dimensionless groups and the prefactor for ``units`` (``has_units`` False and a
-    ``reason`` when there are none)."""
+    ``reason`` when there are none), from the structure core's
+    :func:`~sr_dist.sr.structure.pi_groups.unit_basis`: the groups the offline proposer seeds."""
     if units is None:
         return {"has_units": False, "reason": NO_UNITS}
     names = list(units.names)
-    used = [i for i, base in enumerate(BASE_UNITS)
+    used = [i for i in range(len(BASE_UNITS))
             if any(u.exponents[i] for _, u in units.variables) or units.target.exponents[i]]
-    matrix: Matrix = [[unit.exponents[i] for _, unit in units.variables] for i in used]
     target_unit: Unit = units.target
-    rank = 0
-    groups: list[dict[str, Any]] = []
-    if matrix:
-        reduced, pivots = rref(matrix)
-        rank = len(pivots)
-        for free in (c for c in range(len(names)) if c not in pivots):
-            vector = [Fraction(0)] * len(names)
-            vector[free] = Fraction(1)
-            for row, pivot in enumerate(pivots):
-                vector[pivot] = -reduced[row][free]
-            vector = integer_direction(vector)
-            groups.append({"formula": power_product(names, vector), "exponents": _exponents(names, vector)})
-        augmented, aug_pivots = rref([r + [target_unit.exponents[i]] for r, i in zip(matrix, used, strict=True)])
-        solvable = len(names) not in aug_pivots
-        prefactor_powers = [Fraction(0)] * len(names)
-        if solvable:
-            for row, pivot in enumerate(aug_pivots):
-                prefactor_powers[pivot] = augmented[row][-1]
-    else:  # every variable and the target are dimensionless
-        for name in names:
-            groups.append({"formula": name, "exponents": {name: "1"}})
-        solvable, prefactor_powers = True, [Fraction(0)] * len(names)
+    basis = unit_basis([unit.exponents for _, unit in units.variables], target_unit.exponents)
+    groups: list[dict[str, Any]] = [
+        {"formula": power_product(names, vector), "exponents": _exponents(names, vector)} for vector in basis.groups]
     out: dict[str, Any] = {
         "has_units": True,
         "units": units.as_text(target),
         "base_units": [BASE_UNITS[i] for i in used],
-        "rank": rank,
+        "rank": basis.rank,
         "groups": groups,
     }
-    if not solvable:
+    prefactor_powers = basis.particular
+    if prefactor_powers is None:
         out["prefactor"] = None
         out["reason"] = (f"no product of powers of the variables has the target's unit "
                          f"({target_unit.describe()}): the law needs a dimensional constant, or the "

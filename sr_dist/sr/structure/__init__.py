@@ -14,6 +14,7 @@ module            what it finds
 ``separability``  additive and multiplicative splits over groups of variables
 ``product``       rank-one products where the target changes sign
 ``symmetry``      pair symmetries and affinity in one variable
+``pi_groups``     Buckingham π groups and the prefactor of a dimension matrix (exact fractions)
 ``tolerances``    the named bars: what "exact" and "near-exact" mean
 ``sample``        the frozen ``(X, y)`` rows every search reads
 ================  ==========================================================================

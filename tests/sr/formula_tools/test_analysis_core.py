@@ -63,7 +63,7 @@ def test_separability_finds_a_product_on_every_split() -> None:
     result = separability_test(X, x0 * x1 * np.exp(x2), NAMES3)
     for test in result["tests"]:
         assert test["multiplicative"]["separable"] and test["multiplicative"]["method"] == "log"
-        assert not test["additive"]["separable"] and test["additive"]["score"] > 0.3
+        assert not test["additive"]["separable"] and test["additive"]["score"] > 0.1
 
 
 def test_a_non_separable_target_is_neither() -> None:

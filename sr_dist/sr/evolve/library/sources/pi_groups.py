@@ -6,11 +6,12 @@ fixes the prefactor's units and the π groups, monomials whose exponent vectors 
 nullspace of ``D``, are dimensionless, so ``g`` may be any function of them. The prefactor is
 chosen from that affine family by the data (the exponents closest to a log-log power-law fit,
 rounded to halves); the π groups come from the reduced row echelon form of ``D`` (each group
-has one of the free variables to the power 1). The seeds are ``c*prefactor``, the prefactor
-times shapes of each group, and the prefactor times sparse sums and ratios over the groups,
-found by the same pursuit as the other data-driven seeds. Every seed is dimensionally
-consistent by construction (constants dimensionless), and nothing here looks at an equation's
-name.
+has one of the free variables to the power 1), computed by the structure core
+(:mod:`sr_dist.sr.structure.pi_groups`) as for the ``dimensional_groups`` tool. The seeds are
+``c*prefactor``, the prefactor times shapes of each group, and the prefactor times sparse sums
+and ratios over the groups, found by the same pursuit as the other data-driven seeds. Every
+seed is dimensionally consistent by construction (constants dimensionless), and nothing here
+looks at an equation's name.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from sr_dist.formula import Node
-from sr_dist.formula.exponents import integer_direction, rref
 from sr_dist.formula.tree import replace_leaves
 from sr_dist.sr.evolve.library.basis import build_basis
 from sr_dist.sr.evolve.library.blocks import monomial, times_const
@@ -32,6 +32,7 @@ from sr_dist.sr.evolve.library.order import interleave
 from sr_dist.sr.evolve.library.sources.decomposition import decomposition_seeds
 from sr_dist.sr.evolve.library.sources.transformed_sums import transformed_sum_seeds
 from sr_dist.sr.evolve.tree import binary, const, num, size, total, unary
+from sr_dist.sr.structure.pi_groups import unit_basis
 from sr_dist.sr.structure.power_law import power_law
 from sr_dist.sr.structure.pursuit import best_additions, fit_error
 from sr_dist.sr.structure.sample import Sample
@@ -78,32 +79,20 @@ def units_from_info(info: Mapping[str, Any], variables: Sequence[str]) -> tuple[
 
 def dimensional_basis(variables: Sequence[str], units: Mapping[str, Sequence[Fraction]],
                       target: Sequence[Fraction]) -> DimensionalBasis | None:
-    """The prefactor (pivot variables solved, free ones at 0) and the π groups; None when no
-    product of powers of the variables has the target's units."""
+    """The prefactor (pivot variables solved, free ones at 0) and the π groups of the structure
+    core's :func:`~sr_dist.sr.structure.pi_groups.unit_basis` (the ones the
+    ``dimensional_groups`` tool reports), by name; None when no product of powers of the
+    variables has the target's units."""
     names = list(variables)
-    width = len(target)
-    # Rows: base units; columns: variables, then the target (the augmented system D p = u).
-    rows = [[Fraction(units[n][d]) for n in names] + [Fraction(target[d])] for d in range(width)]
-    reduced, pivots = rref(rows)
-    if len(names) in pivots:  # the target's column is a pivot: D p = u has no solution
+    basis = unit_basis([units[n] for n in names], target)
+    if basis.particular is None:
         return None
-    particular = {names[c]: row[-1] for row, c in zip(reduced, pivots, strict=True)}
-    free = [j for j in range(len(names)) if j not in pivots]
-    groups: list[dict[str, Fraction]] = []
-    for j in free:
-        group = {names[j]: Fraction(1)}
-        for row, c in zip(reduced, pivots, strict=True):
-            if row[j] != 0:
-                group[names[c]] = -row[j]
-        groups.append(_integral(group))
-    return DimensionalBasis({k: v for k, v in particular.items() if v != 0}, tuple(groups))
-
-
-def _integral(exponents: Mapping[str, Fraction]) -> dict[str, Fraction]:
-    """The same direction with integer exponents (a π group may be raised to any power)."""
-    names = list(exponents)
-    scaled = integer_direction([Fraction(exponents[n]) for n in names])
-    return {n: v for n, v in zip(names, scaled, strict=True) if v != 0}
+    particular = {names[c]: basis.particular[c] for c in basis.pivots}
+    # Each group: its free variable first, then the pivot variables in order (the order the
+    # seeds' monomials are written in).
+    groups = tuple({names[k]: g[k] for k in (j, *basis.pivots) if g[k] != 0}
+                   for j, g in zip(basis.free, basis.groups, strict=True))
+    return DimensionalBasis({k: v for k, v in particular.items() if v != 0}, groups)
 
 
 def _shifted(plain: Mapping[str, Fraction], groups: Sequence[Mapping[str, Fraction]],

@@ -1,4 +1,4 @@
-"""The exact linear algebra dimensional analysis rests on (sr_dist.formula.exponents)."""
+"""The exact linear algebra dimensional analysis rests on (sr_dist.sr.structure.pi_groups)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sr_dist.formula.exponents import integer_direction, rref
+from sr_dist.sr.structure.pi_groups import integer_direction, rref
 
 small = st.integers(min_value=-4, max_value=4).map(F)
 
