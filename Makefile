@@ -44,7 +44,7 @@ chromium:
 	fi
 
 test: gates chromium
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
 bench: install-test
 	$(PIP) install -e ".[bench]"

@@ -43,9 +43,14 @@ def _env(tmp_path: Path) -> dict[str, str]:
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(BLOCKER)
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
-            "PYTHONPATH": str(site), "PYTHON": sys.executable, "JAX_PLATFORMS": "cpu",
-            "OUT": str(tmp_path / "out")}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "PYTHONPATH": str(site), "PYTHON": sys.executable, "JAX_PLATFORMS": "cpu",
+           "OUT": str(tmp_path / "out")}
+    # The suite's persistent compilation cache (tests/conftest.py): the cells' compiles are
+    # paid once per machine. JAX alone reads it; nothing the check is about changes.
+    if os.environ.get("SR_DIST_JAX_CACHE_DIR"):
+        env["SR_DIST_JAX_CACHE_DIR"] = os.environ["SR_DIST_JAX_CACHE_DIR"]
+    return env
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

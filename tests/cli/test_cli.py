@@ -1,7 +1,7 @@
 """The ``sr-dist`` app as users run it: real processes, real Ray clusters, Parquet read back.
 
-Each test starts ``sr-dist`` (or ``python -m sr_dist``) as a subprocess: --help, a user's CSV
-with ``sr-dist-query``, a sweep, Ctrl-C, SIGTERM and SIGHUP (a two-node cluster started with ``ray start`` is
+Each test starts ``sr-dist`` (or ``python -m sr_dist``) as a subprocess: --help, a sweep over a
+user's CSV read back with ``sr-dist-query``, Ctrl-C, SIGTERM and SIGHUP (a two-node cluster started with ``ray start`` is
 tests/cli/test_cluster_faults.py's).
 """
 
@@ -83,53 +83,44 @@ def test_bad_override_is_a_one_line_error(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_user_csv_then_query(tmp_path: Path) -> None:
+def test_a_sweep_on_a_users_csv_shares_one_results_path_and_one_cluster(tmp_path: Path) -> None:
+    """A user's CSV, swept over two seeds (a sweep is one sr-dist run per combination, one
+    cluster for all), then read back with ``sr-dist-query``."""
     rng = np.random.default_rng(1)
     x, z = rng.uniform(1, 5, 400), rng.uniform(1, 5, 400)
     table = np.column_stack([x, z, 2.5 * x * z])
     np.savetxt(tmp_path / "data.csv", table, delimiter=",", header="x,z,y", comments="")
-    done = _run(_sr_dist("dataset.source=csv:data.csv", "dataset.target=y",
-                         "search.max_seconds=60", "results.path=out"), tmp_path)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "best formula:" in done.stdout and "sr-dist-query" in done.stdout
-    query = _run(_query("out", "--sql", "select count(*) from candidates", "--format", "csv"),
-                 tmp_path, timeout=120)
-    assert query.returncode == 0, query.stderr
-    count = int(query.stdout.strip().splitlines()[-1])
-    assert count > 0
-    con = duckdb_connection(tmp_path / "out")
-    (run_id, status, candidates, dataset), = con.sql(
-        "SELECT run_id, status, candidates, dataset FROM runs").fetchall()
-    assert status == "completed" and candidates == count
-    assert dataset == f"csv:{tmp_path / 'data.csv'}"
-    # Hydra's own records stay under the results path, none in the working directory.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "out"]
-
-
-def test_multirun_sweep_shares_one_results_path_and_one_cluster(tmp_path: Path) -> None:
-    # Two runs, each sweeping a key of its own (a sweep is one sr-dist run per combination).
     ray_tmp = Path(tempfile.mkdtemp(prefix="srdm-"))  # short: Ray's socket paths are bounded
     try:
-        done = _run(_sr_dist("--multirun", "search.seed=0,1", "dataset.source=feynman:I.12.11",
-                             "search.max_candidates=16", "search.max_seconds=300",
-                             "results.path=sweep"), tmp_path, timeout=600,
-                    RAY_TMPDIR=str(ray_tmp))
+        done = _run(_sr_dist("--multirun", "search.seed=0,1", "dataset.source=csv:data.csv",
+                             "dataset.target=y", "search.max_candidates=16",
+                             "search.max_seconds=300", "results.path=sweep"), tmp_path,
+                    timeout=600, RAY_TMPDIR=str(ray_tmp))
         sessions = [p.name for p in (ray_tmp / "ray").glob("session_2*")]  # Ray's own folder
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "best formula:" in done.stdout and "sr-dist-query" in done.stdout
     assert len(sessions) == 1, sessions  # the second run used the cluster the first started
     con = duckdb_connection(tmp_path / "sweep")
     runs = con.sql("SELECT run_id, dataset, status, candidates FROM runs ORDER BY run_id").fetchall()
     assert len(runs) == 2 and len({r[0] for r in runs}) == 2
-    assert {r[1] for r in runs} == {"feynman:I.12.11"}
+    assert {r[1] for r in runs} == {f"csv:{tmp_path / 'data.csv'}"}
     assert all(r[2] == "completed" for r in runs)
     per_run = dict(con.sql("SELECT run_id, count(*) FROM candidates GROUP BY run_id").fetchall())
-    # Each run stops on a count, not the clock: every runs row counts its own rows, loaded or not.
+    # Each run stops on a count or its target, not the clock: every runs row counts its own
+    # rows, loaded or not.
     assert {r[0]: r[3] for r in runs} == per_run and all(r[3] > 0 for r in runs)
     seeds = con.sql("SELECT DISTINCT regexp_extract(config, 'seed: ([0-9]+)\\n  max_tool', 1) "
                     "FROM runs").fetchall()
     assert sorted(s[0] for s in seeds) == ["0", "1"]
+    query = _run(_query("sweep", "--sql", "select count(*) from candidates", "--format", "csv"),
+                 tmp_path, timeout=120)
+    assert query.returncode == 0, query.stderr
+    assert int(query.stdout.strip().splitlines()[-1]) == sum(per_run.values())
+    # Hydra's own records of the sweep stay under the results path, none in the working
+    # directory (a single run's: the SIGTERM test below).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "sweep"]
 
 
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
@@ -202,6 +193,9 @@ def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(tmp_path: Path) -> None:
     assert continued == on_disk - rows  # every new row is past its agent's last step
     (stats,), = con.sql("SELECT evaluator_stats FROM runs").fetchall()
     assert json.loads(stats)["prefit"]["fits"] > 0  # warmed from the old rows
+    # Hydra's own records of both sessions stay under the results path, none in the working
+    # directory.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def _silent_server() -> tuple[socket.socket, list[socket.socket]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.data import load_dataset
+from sr_dist.data import Dataset, load_dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.search.episode import AgentSpec, run_episode
 from sr_dist.search.recording import CandidateRecorder
@@ -22,12 +22,22 @@ def _spec(**changes: Any) -> AgentSpec:
     return AgentSpec(**base)
 
 
-def test_episode_records_every_candidate() -> None:
+@pytest.fixture(scope="module")
+def dataset() -> Dataset:
+    """The module's problem: small, so its evolve turns and fits take little time."""
+    return load_dataset("feynman:I.12.11", n=200)
+
+
+@pytest.fixture(scope="module")
+def evaluator(dataset: Dataset) -> Evaluator:
+    """One real evaluator for the module (its compiled buckets serve every test)."""
     import os
 
-    dataset = load_dataset("feynman:I.12.11", n=10_000)
-    evaluator = Evaluator(dataset, compilation_cache_dir=os.environ.get(
+    return Evaluator(dataset, compilation_cache_dir=os.environ.get(
         "SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax")))
+
+
+def test_episode_records_every_candidate(dataset: Dataset, evaluator: Evaluator) -> None:
     rows: list[dict[str, Any]] = []
     recorder = CandidateRecorder("r", 1, "evolve", dataset.name, rows.extend)
     outcome = asyncio.run(run_episode(_spec(), dataset, evaluator, recorder))
@@ -40,12 +50,11 @@ def test_episode_records_every_candidate() -> None:
 
 
 def test_a_model_that_cannot_be_built_ends_the_agent_with_a_reason(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, dataset: Dataset) -> None:
     monkeypatch.delenv("SR_DIST_TEST_NO_SUCH_KEY", raising=False)
     spec = _spec(model={"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1",
                         "api_key_env": "SR_DIST_TEST_NO_SUCH_KEY"})
-    outcome = asyncio.run(run_episode(spec, load_dataset("feynman:I.12.11", n=200), object(),
-                                      lambda *a, **k: None))
+    outcome = asyncio.run(run_episode(spec, dataset, object(), lambda *a, **k: None))
     assert outcome.stop_reason == "error" and outcome.failed
     assert "SR_DIST_TEST_NO_SUCH_KEY" in (outcome.error or "")
 
@@ -60,13 +69,12 @@ def test_every_network_provider_gets_a_circuit_in_a_search_run(provider: str) ->
     assert "circuit_failures" not in _model_config(_spec(model={"provider": "mock", "replay_path": "t.jsonl"}))
 
 
-def test_search_tools_are_the_only_formula_tools_the_agent_gets() -> None:
+def test_search_tools_are_the_only_formula_tools_the_agent_gets(dataset: Dataset,
+                                                                 evaluator: Evaluator) -> None:
     import threading
 
     from sr_dist.search.episode import build_agent
 
-    dataset = load_dataset("feynman:I.12.11", n=200)
-    evaluator = Evaluator(dataset)
     only = build_agent(_spec(tools=("evaluate_formulas", "submit_formula")), dataset, evaluator,
                        None, threading.Event())
     assert only.catalog.names() == ("evaluate_formulas", "submit_formula")
@@ -91,16 +99,16 @@ class _SlowEvaluator:
         return self.inner.fit_many(formulas)
 
 
-def test_fits_cut_off_by_the_deadline_are_recorded_before_the_episode_returns() -> None:
+def test_fits_cut_off_by_the_deadline_are_recorded_before_the_episode_returns(
+        dataset: Dataset, evaluator: Evaluator) -> None:
     """The loop stops waiting for a tool call at its deadline, but the call's thread still
     fits and records its candidates; the episode returns only after they are recorded, so
     the rows the actor counts (recorder.recorded) are all the rows it sent."""
     import time
 
-    dataset = load_dataset("feynman:I.12.11", n=200)
     rows: list[dict[str, Any]] = []
     recorder = CandidateRecorder("r", 1, "evolve", dataset.name, rows.extend)
-    slow = _SlowEvaluator(Evaluator(dataset), delay_s=3.0)
+    slow = _SlowEvaluator(evaluator, delay_s=3.0)
     scripted = {"provider": "scripted", "formulas_per_call": 8, "structures": 16}
     outcome = asyncio.run(run_episode(_spec(model=scripted, deadline_s=1.0, max_turns=5),
                                       dataset, slow, recorder))

@@ -1,7 +1,8 @@
 """Quiet by default: ``sr-dist``'s console has only sr-dist's own lines, Ray's and JAX's lines are
 in the job log, and ``--verbose`` shows them on the console.
 
-Two real ``sr-dist`` runs (one quiet, one ``--verbose``), each shared by the asserts about it.
+Two real ``sr-dist`` runs (one quiet, one ``--verbose``, started together), each shared by the
+asserts about it.
 Each run gets its own network namespace with only loopback (docs/running.md); there Ray's
 start-up always prints ``network_util.cc: Failed to determine
 local IP ...`` from its C++ core, which gives the routing a Ray line to route.
@@ -15,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +50,24 @@ def _sr_dist(tmp: Path, *args: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def quiet_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _sr_dist(tmp_path_factory.mktemp("quiet"))
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Both runs, started together (each in its own folder and network namespace): much of
+    a run is waiting on Ray's start-up and shutdown, which the other run's work fills."""
+    folders = {"quiet": (tmp_path_factory.mktemp("quiet"), ()),
+               "verbose": (tmp_path_factory.mktemp("verbose"), ("--verbose",))}
+    with ThreadPoolExecutor(len(folders)) as pool:
+        started = {name: pool.submit(_sr_dist, tmp, *args) for name, (tmp, args) in folders.items()}
+        return {name: future.result() for name, future in started.items()}
 
 
 @pytest.fixture(scope="module")
-def verbose_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _sr_dist(tmp_path_factory.mktemp("verbose"), "--verbose")
+def quiet_run(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return runs["quiet"]
+
+
+@pytest.fixture(scope="module")
+def verbose_run(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return runs["verbose"]
 
 
 def _message(line: str) -> str:
