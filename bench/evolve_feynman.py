@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sr_dist.context import Context  # noqa: E402
+from sr_dist.conversation import Context  # noqa: E402
 from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator, FitResult  # noqa: E402
 from sr_dist.results.recovery import exact_recovery  # noqa: E402

@@ -177,7 +177,7 @@ class _Session:
         from sr_dist.results import CandidateWriter, RunRecord, utc_now, write_run
         from sr_dist.search.recording import CandidateRecorder
         from sr_dist.search.run import new_run_id
-        from sr_dist.sr.context import EpisodeContext
+        from sr_dist.sr.episode import EpisodeContext
         from sr_dist.tools import BaseTool
 
         self.options = options

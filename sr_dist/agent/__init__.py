@@ -6,11 +6,11 @@ task it asks an :class:`Episode`. The formula-search wiring (``build_agent``, th
 the episode context) is in :mod:`sr_dist.sr`. See ``docs/agent.md``.
 """
 
-from sr_dist.agent.compaction import CompactionPolicy, TurnLog, render_conversation, summarize_result
 from sr_dist.agent.episode import Episode, EpisodeReport, NoEpisode
+from sr_dist.agent.history_window import CompactionPolicy, TurnLog, render_conversation, summarize_result
 from sr_dist.agent.loop import STOP_REASONS, Agent, AgentLimits, AgentResult, StopReason
 from sr_dist.agent.messages import LoopMessages
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 
 __all__ = [
     "Agent",

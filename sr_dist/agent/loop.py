@@ -4,7 +4,7 @@
 :class:`AgentResult`; it never raises for anything the model, the provider or a tool does. A
 model error (after the adapter's own retries) ends the run with ``stop_reason ==
 "model_error:<kind>"``; malformed calls and tool failures go back to the model as messages;
-the conversation is kept bounded by :mod:`sr_dist.agent.compaction`.
+the conversation is kept bounded by :mod:`sr_dist.agent.history_window`.
 
 The loop itself is a thin stateful shell: what a limit means (:func:`stop_before_turn`,
 :func:`stop_after_turn`), how calls are grouped (:func:`call_groups`) and how the conversation
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sr_dist.agent.compaction import (
+from sr_dist.agent.episode import Episode, NoEpisode
+from sr_dist.agent.history_window import (
     COMPACTED,
     CompactionPolicy,
     TurnLog,
@@ -31,9 +32,8 @@ from sr_dist.agent.compaction import (
     summarize_result,
     summarize_results,
 )
-from sr_dist.agent.episode import Episode, NoEpisode
 from sr_dist.agent.messages import LoopMessages
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models.base import ModelError, ModelProtocol, ModelResponse, Usage
 from sr_dist.parsers.base import BaseParser
 from sr_dist.tools.execution import run_coroutine_blocking

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models.anthropic_format import from_anthropic_response, to_anthropic_messages, to_anthropic_tools
 from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelResponse
 from sr_dist.models.options import (

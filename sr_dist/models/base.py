@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 
 __all__ = [
     "ERROR_KINDS",

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models.base import (
     ModelConfigError,
     ModelError,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models.base import ModelError, ModelErrorKind, ModelResponse
 from sr_dist.models.circuit import ProviderCircuit, call_through_circuit
 from sr_dist.models.retry import RetryPolicy, call_with_retries, classify_status, parse_retry_after

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models.base import ModelConfigError, ModelError, ModelErrorKind, ModelProtocol, ModelResponse
 from sr_dist.models.options import COMMON_KEYS, check_keys, opt_bool, opt_str, tool_mode
 

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.formula import free_constant_prefix
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
 from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys

@@ -8,7 +8,7 @@ Layout under a results root::
     .staging/run_id=<q(run_id)>/<uuid>/      (the writer's work space while it rolls files)
 
 A flush writes ``part-<seq>-...``; rolling merges flushes ``first`` to ``last`` into one
-``part-<first>-to-<last>-...`` (see :mod:`sr_dist.results.compaction`), so the highest
+``part-<first>-to-<last>-...`` (see :mod:`sr_dist.results.rolling_files`), so the highest
 number on disk is still the next flush's base.
 
 ``q`` is URL quoting with no safe characters (``feynman:I.6.2`` → ``feynman%3AI.6.2``), and

@@ -116,7 +116,7 @@ def retry_on_swap(read: Callable[[], T], attempts: int = SWAP_RETRIES) -> T:
     """``read()``, listed and read again if a file it listed vanished meanwhile.
 
     The writer rolls a run's files by swapping in a directory where N files became one
-    (:mod:`sr_dist.results.compaction`); a reader whose listing predates the swap finds one of
+    (:mod:`sr_dist.results.rolling_files`); a reader whose listing predates the swap finds one of
     its files gone and fails (it never reads a wrong count). Listing again sees the new state.
     """
     for attempt in range(attempts):

@@ -15,7 +15,7 @@ ids already on disk for its run (:func:`~sr_dist.results.scan.scan_run`), so a w
 restarted after a crash (or a resumed run) drops the rows its callers resend.
 
 Bounded file count: flush files are rolled into bigger ones and compacted when the writer
-closes (:mod:`sr_dist.results.compaction`), atomically for every reader.
+closes (:mod:`sr_dist.results.rolling_files`), atomically for every reader.
 
 Disk faults: a flush that fails because the disk is full, read-only or refuses permission
 (or fails ``max_failures`` times in a row) makes the writer *failed*: waiting and later
@@ -37,8 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sr_dist.results import compaction
-from sr_dist.results.compaction import FileInfo, RollPolicy, SwapUnsupported
+from sr_dist.results import rolling_files
 from sr_dist.results.dedup import DEFAULT_WINDOW_STEPS, SeenIds
 from sr_dist.results.layout import (
     candidates_dir,
@@ -49,6 +48,7 @@ from sr_dist.results.layout import (
     staging_dir,
     write_atomic,
 )
+from sr_dist.results.rolling_files import FileInfo, RollPolicy, SwapUnsupported
 from sr_dist.results.scan import RunScan, scan_run
 from sr_dist.results.schema import (
     CANDIDATE_SCHEMA,
@@ -145,7 +145,7 @@ class CandidateWriter:
             waiting for ``add`` (turn off when the caller drives ``flush`` itself, e.g. tests).
         clock: monotonic seconds, injectable for tests.
         roll_files, roll_s, target_file_mb, compact: when flush files are rolled into one and
-            whether ``close`` compacts the run (see :class:`~sr_dist.results.compaction.RollPolicy`).
+            whether ``close`` compacts the run (see :class:`~sr_dist.results.rolling_files.RollPolicy`).
         window_steps: steps per agent whose ids the dedup keeps exactly (``SeenIds``).
         max_failures: consecutive failed flushes after which the writer fails.
     """
@@ -188,8 +188,8 @@ class CandidateWriter:
                                  target_bytes=int(target_file_mb * 1024 * 1024), compact=compact)
         self.directory = candidates_dir(self.path, dataset, run_id)  # validates the names
         self._staging = staging_dir(self.path, run_id)
-        compaction.remove_tree(self._staging)  # a crashed roll's leftovers: either state holds
-        compaction.remove_empty(self._staging)
+        rolling_files.remove_tree(self._staging)  # a crashed roll's leftovers: either state holds
+        rolling_files.remove_empty(self._staging)
         self._clock = clock
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -220,7 +220,7 @@ class CandidateWriter:
         self._files_merged = 0
         self._exchange = True  # False once this file system refused an atomic exchange
         self._schema_ok: dict[str, bool] = {}
-        fresh = [f for f in compaction.list_files(self.directory) if not f.rolled]
+        fresh = [f for f in rolling_files.list_files(self.directory) if not f.rolled]
         self._fresh = len(fresh)
         self._fresh_since: float | None = clock() if fresh else None
         self._stop = threading.Event()
@@ -298,18 +298,18 @@ class CandidateWriter:
             with self._cond:
                 if not self._roll_due_locked():
                     return 0
-                files = compaction.list_files(self.directory)
+                files = rolling_files.list_files(self.directory)
                 age = None if self._fresh_since is None else self._clock() - self._fresh_since
-            chosen = compaction.plan_roll(files, self.policy, age, self._mergeable)
-            return self._merge(compaction.plan_groups(chosen, self.policy.target_bytes))
+            chosen = rolling_files.plan_roll(files, self.policy, age, self._mergeable)
+            return self._merge(rolling_files.plan_groups(chosen, self.policy.target_bytes))
 
     def compact(self) -> int:
         """Merge every file of this writer's run directory into as few as possible, each at
         most ``target_file_mb`` (``close`` does this when ``compact``); returns files merged."""
         with self._roll_lock:
             with self._cond:
-                files = [f for f in compaction.list_files(self.directory) if self._mergeable(f)]
-            return self._merge(compaction.plan_groups(files, self.policy.target_bytes))
+                files = [f for f in rolling_files.list_files(self.directory) if self._mergeable(f)]
+            return self._merge(rolling_files.plan_groups(files, self.policy.target_bytes))
 
     def close(self) -> None:
         """Stop the background threads, write what is left and compact the run's files
@@ -467,16 +467,16 @@ class CandidateWriter:
     def _mergeable(self, info: FileInfo) -> bool:
         ok = self._schema_ok.get(info.path.name)
         if ok is None:
-            ok = self._schema_ok[info.path.name] = compaction.has_candidate_schema(info.path)
+            ok = self._schema_ok[info.path.name] = rolling_files.has_candidate_schema(info.path)
         return ok
 
     def _merge(self, groups: list[list[FileInfo]]) -> int:
         """Write each group as one file and swap them in for their inputs (roll lock held)."""
         if not groups:
             return 0
-        stage = compaction.new_stage(self._staging)
+        stage = rolling_files.new_stage(self._staging)
         try:
-            merged = [compaction.write_merged(group, stage) for group in groups]
+            merged = [rolling_files.write_merged(group, stage) for group in groups]
             inputs = [f.path for group in groups for f in group]
             with self._cond:
                 self._swap_locked(stage, merged, inputs)
@@ -484,12 +484,12 @@ class CandidateWriter:
                 self._files_merged += len(inputs)
                 for path in inputs:
                     self._schema_ok.pop(path.name, None)
-                fresh = sum(1 for f in compaction.list_files(self.directory) if not f.rolled)
+                fresh = sum(1 for f in rolling_files.list_files(self.directory) if not f.rolled)
                 self._fresh = fresh
                 self._fresh_since = self._clock() if fresh else None
         finally:
-            compaction.remove_tree(stage)  # after the swap it holds the old state
-            compaction.remove_empty(self._staging)
+            rolling_files.remove_tree(stage)  # after the swap it holds the old state
+            rolling_files.remove_empty(self._staging)
         return len(inputs)
 
     def _swap_locked(self, stage: Path, merged: list[Path], inputs: list[Path]) -> None:
@@ -499,7 +499,7 @@ class CandidateWriter:
             raise FileNotFoundError(f"files to merge vanished from {self.directory}: {missing[:3]}")
         if self._exchange:
             try:
-                compaction.swap_in(self.directory, stage, {p.name for p in inputs})
+                rolling_files.swap_in(self.directory, stage, {p.name for p in inputs})
                 return
             except SwapUnsupported as exc:
                 self._exchange = False
@@ -509,7 +509,7 @@ class CandidateWriter:
                 for entry in os.scandir(stage):  # drop the links made before the refusal
                     if Path(entry.path) not in merged:
                         os.unlink(entry.path)
-        compaction.move_in(self.directory, merged, inputs)
+        rolling_files.move_in(self.directory, merged, inputs)
 
 
 def write_run(path: str | os.PathLike[str], record: RunRecord) -> Path:

@@ -7,7 +7,7 @@
 * :class:`ResultWriter` (one per run, placed on the driver's node) holds the
   ``CandidateWriter`` and a :class:`~sr_dist.search.progress.RunTally` the driver polls.
 * :class:`AgentActor` (async; one per ``search.agents_per_actor`` agents) runs its agents'
-  episodes (:func:`sr_dist.search.episode.run_episode`) side by side and stops them when told.
+  episodes (:func:`sr_dist.search.agent_run.run_episode`) side by side and stops them when told.
 
 Actors that do not fit constants get ``JAX_PLATFORMS=cpu`` in their runtime env: Ray gives an
 actor with ``num_gpus=0`` a view of every GPU, and a JAX import there would grab GPU memory.
@@ -326,7 +326,7 @@ class AgentActor:
                  writer: Any, max_in_flight: int = 4) -> None:
         # The episode's imports (the loop, the tools, the model providers) happen here, while
         # the driver waits for the evaluator's warm-up, not when the search has begun.
-        import sr_dist.search.episode  # noqa: F401
+        import sr_dist.search.agent_run  # noqa: F401
         from sr_dist.search.pool import EvaluatorPool
 
         setup_actor_logging()
@@ -351,7 +351,7 @@ class AgentActor:
     async def run(self, agent_id: int | None = None) -> Any:
         """Run one hosted episode (the only one when ``agent_id`` is None) to its end; returns
         an ``AgentOutcome`` (never raises for the agent's own failures: they are in it)."""
-        from sr_dist.search.episode import run_episode
+        from sr_dist.search.agent_run import run_episode
 
         self._ensure_threads()
         hosted = self._pick(agent_id)

@@ -31,8 +31,8 @@ from sr_dist.search.actors import (
     HeldDataset,
     ResultWriter,
 )
+from sr_dist.search.agent_run import AgentOutcome, AgentSpec, agent_seed, run_python_limits
 from sr_dist.search.decisions import decide_stop, new_run_id
-from sr_dist.search.episode import AgentOutcome, AgentSpec, agent_seed, run_python_limits
 from sr_dist.search.errors import SearchError
 from sr_dist.search.pool_plan import replica_bundle, resolve_replicas, xla_env
 from sr_dist.search.pool_stats import merge_replica_stats

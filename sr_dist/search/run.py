@@ -37,6 +37,7 @@ from sr_dist.candidate import Candidate
 from sr_dist.data import Dataset, DatasetError, DatasetUnitsError, load_dataset, resolve_units
 from sr_dist.models import ModelConfigError, build_model
 from sr_dist.results import RunRecord, pareto_front, summarize_run, utc_now, write_run
+from sr_dist.search.agent_run import AgentOutcome
 from sr_dist.search.decisions import (
     decide_stop,
     final_outcome,
@@ -44,7 +45,6 @@ from sr_dist.search.decisions import (
     is_failure_reason,
     new_run_id,
 )
-from sr_dist.search.episode import AgentOutcome
 from sr_dist.search.errors import SearchError
 from sr_dist.search.pool_stats import stats_for_record
 from sr_dist.search.preflight import Ballast, check_results_path

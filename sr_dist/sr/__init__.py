@@ -9,7 +9,7 @@ names them all) and the ``evolve`` provider with :func:`sr_dist.models.build_mod
 
 from sr_dist.candidate import Candidate
 from sr_dist.sr.catalog import build_formula_catalog
-from sr_dist.sr.context import EpisodeContext, EpisodeLimits
+from sr_dist.sr.episode import EpisodeContext, EpisodeLimits
 from sr_dist.sr.factory import build_agent, parser_for, problem_info
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, ListRecorder, formula_tool_context
 from sr_dist.sr.state import CandidateArchive, EpisodeState, Submission

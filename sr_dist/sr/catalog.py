@@ -21,7 +21,7 @@ from sr_dist.sr.analysis_tools import (
     SeparabilityTest,
     VariableRelationships,
 )
-from sr_dist.sr.context import EpisodeContext
+from sr_dist.sr.episode import EpisodeContext
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, BestFormulas, DataSummary, EvaluateFormulas, SubmitFormula
 from sr_dist.sr.python_tool import RunPython
 from sr_dist.tools.base import BaseTool

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from sr_dist.agent.compaction import CompactionPolicy
+from sr_dist.agent.history_window import CompactionPolicy
 from sr_dist.agent.loop import Agent, AgentLimits
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models.base import ModelProtocol
 from sr_dist.parsers import BaseParser, get_parser
 from sr_dist.sr.catalog import build_formula_catalog
-from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext
+from sr_dist.sr.episode import DEFAULT_MAX_EXPRESSIONS, EpisodeContext
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, format_data_summary, summarize_data
 from sr_dist.sr.prompt import LOOP_MESSAGES, system_prompt, task_message
 from sr_dist.sr.sandbox import RunPythonLimits

@@ -4,7 +4,7 @@ The model passes only formulas and small options; the dataset, the evaluator (th
 :class:`~sr_dist.evaluator.Evaluator` or an adapter around the Ray actor), the recorder, the
 episode's :class:`~sr_dist.sr.state.CandidateArchive` and its
 :class:`~sr_dist.sr.state.EpisodeState` come from the tool context, a frozen
-:class:`~sr_dist.sr.context.EpisodeContext`. Every candidate any tool fits is recorded
+:class:`~sr_dist.sr.episode.EpisodeContext`. Every candidate any tool fits is recorded
 (recorder and archive).
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 from sr_dist.candidate import RECORD_FIELDS as RESULT_FIELDS
 from sr_dist.candidate import Candidate, best_of, fitness, nmse_fitness, rank_key
 from sr_dist.results.simplified import simplify_entries
-from sr_dist.sr.context import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
+from sr_dist.sr.episode import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
 from sr_dist.sr.dimensional import with_dimensions
 from sr_dist.sr.state import Submission
 from sr_dist.tools.base import BaseTool

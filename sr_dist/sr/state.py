@@ -1,7 +1,7 @@
 """What one agent episode knows besides its conversation: every candidate, the best, its answer.
 
 The formula tools write here and the agent loop reads from here (through the episode context,
-:class:`sr_dist.sr.context.EpisodeContext`), so neither has to parse the other's text.
+:class:`sr_dist.sr.episode.EpisodeContext`), so neither has to parse the other's text.
 :class:`Submission` is a frozen value; :class:`CandidateArchive` and :class:`EpisodeState` are
 the thin, thread-safe shells (tools run in worker threads). The candidate value and its
 ordering and Pareto rules live in :mod:`sr_dist.candidate`.

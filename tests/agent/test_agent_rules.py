@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.agent.compaction import (
+from sr_dist.agent.history_window import (
     COMPACTED,
     CompactionPolicy,
     TurnLog,

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sr_dist.agent import Agent, AgentLimits, AgentResult, CompactionPolicy
-from sr_dist.agent.compaction import COMPACTED, conversation_chars
-from sr_dist.context import Context
+from sr_dist.agent.history_window import COMPACTED, conversation_chars
+from sr_dist.conversation import Context
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.models import build_model

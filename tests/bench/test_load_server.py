@@ -16,7 +16,7 @@ from bench.load_server import Latency, LoopbackChatServer, Proposals, formula_po
 from sr_dist.data import load_dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.formula import parse_formula
-from sr_dist.search.episode import AgentOutcome, AgentSpec, run_episode
+from sr_dist.search.agent_run import AgentOutcome, AgentSpec, run_episode
 from sr_dist.sr.formula_tools import ListRecorder
 
 DATASET = "feynman:I.12.11"

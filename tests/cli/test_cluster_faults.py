@@ -332,7 +332,7 @@ print("SUMMARY " + json.dumps({
 # Two things made this test fail in 2026-12-02's runs, both fixed: an agent the deadline stopped
 # while its tool call waited on a batch resent after the replica's loss still recorded that
 # call's rows after its outcome had counted them (run_episode now waits for such fits:
-# tests/search/test_episode.py), and under load no agent reached the worker before a 30 s
+# tests/search/test_agent_run.py), and under load no agent reached the worker before a 30 s
 # budget ended (60 s now). On failure it prints its per-agent counts (sent, on disk).
 #
 # A third was Ray's, not sr-dist's: SPREAD is best effort, and once (CI-like load, after the

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 
 SECRET = "sk-test-0123456789abcdef"
 

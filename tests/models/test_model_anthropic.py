@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models import ModelConfigError, ModelError, Usage, build_model
 from sr_dist.models.anthropic_format import from_anthropic_response, to_anthropic_messages, to_anthropic_tools
 from tests.support.chat_server import ScriptedAnthropicServer, StepLike, anthropic_message, error, tool_use

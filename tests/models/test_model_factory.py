@@ -145,7 +145,7 @@ def test_evolve_is_built_by_its_module_and_can_be_recorded(monkeypatch: pytest.M
     model = build_model(OmegaConf.create({"provider": "evolve", "batch_size": 8, "record_path": str(path)}))
     assert isinstance(model, RecordingModel) and model.name == "evolve"
     assert seen == [{"provider": "evolve", "batch_size": 8}]  # record_path is handled here
-    from sr_dist.context import Context
+    from sr_dist.conversation import Context
 
     assert model.call(Context()).text == "proposal"
     assert '"text": "proposal"' in path.read_text()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models import ModelError, ModelProtocol, ModelResponse, Usage, build_model
 from tests.support.chat_server import (
     ScriptedChatServer,

@@ -14,7 +14,7 @@ import pytest
 from omegaconf import OmegaConf
 
 import sr_dist
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models import PROVIDERS, ModelConfigError, ModelProtocol, build_model
 from sr_dist.models.circuit import reset_circuits
 from sr_dist.models.factory import NETWORK_PROVIDERS

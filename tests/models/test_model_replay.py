@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models import (
     ModelConfigError,
     ModelError,

@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 import sr_dist
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.formula import parse_formula
 from sr_dist.models import (
     PROVIDERS,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models import ModelConfigError, ModelError, build_model
 from sr_dist.models.circuit import (
     CIRCUIT_OPEN,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.search.episode import AgentOutcome, agent_seed
+from sr_dist.search.agent_run import AgentOutcome, agent_seed
 from sr_dist.search.progress import (
     ProgressReporter,
     ProgressSnapshot,

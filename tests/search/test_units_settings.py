@@ -71,7 +71,7 @@ def test_the_agent_gets_the_constants_rule_and_the_prompt_gets_the_units() -> No
 
     from sr_dist.data import load_dataset
     from sr_dist.evaluator import Evaluator
-    from sr_dist.search.episode import AgentSpec, build_agent
+    from sr_dist.search.agent_run import AgentSpec, build_agent
 
     dataset = load_dataset("feynman:I.12.11", n=200, units="feynman")
     spec = AgentSpec(run_id="r", agent_id=1, seed=7, model={"provider": "evolve", "batch_size": 8},

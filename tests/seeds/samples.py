@@ -41,7 +41,7 @@ IMPORT_MAP: Mapping[str, tuple[str, ...]] = {
     "sr_harness.tools": ("sr_dist.tools",),
     "jharness.kernel": ("sr_dist.tools.kernel",),
     "jharness.toolkit": ("sr_dist.tools",),
-    "harness": ("sr_dist.tools", "sr_dist.models", "sr_dist.context"),
+    "harness": ("sr_dist.tools", "sr_dist.models", "sr_dist.conversation"),
 }
 
 Kind = Literal["python", "yaml", "json", "literal", "table"]

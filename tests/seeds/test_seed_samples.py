@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models import ModelProtocol, ModelResponse, build_model
 from sr_dist.tools import (
     BaseTool,

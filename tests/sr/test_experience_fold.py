@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from sr_dist.agent import Agent, AgentLimits
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.models import build_model
 from sr_dist.parsers import get_parser
 from sr_dist.results.experience import EXPERIENCE_SCHEMA, read_experience, write_experience

@@ -23,7 +23,7 @@ from sr_dist.data import Dataset
 from sr_dist.models import build_model
 from sr_dist.sr import build_agent
 from sr_dist.sr.catalog import build_formula_catalog
-from sr_dist.sr.context import EpisodeContext
+from sr_dist.sr.episode import EpisodeContext
 from sr_dist.sr.formula_tools import FORMULA_TOOLS, OPT_IN_TOOLS
 from sr_dist.sr.sandbox import RunPythonLimits
 from sr_dist.tools import ToolCall

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.agent.compaction import history_result
+from sr_dist.agent.history_window import history_result
 from sr_dist.parsers import get_parser
 from sr_dist.tools import (
     BaseTool,

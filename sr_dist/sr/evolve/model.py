@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.formula import Node
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
 from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.data import Dataset, load_dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.models.base import ModelResponse

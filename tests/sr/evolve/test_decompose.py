@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.formula import Node
 from sr_dist.formula.tree import replace_leaves
 from sr_dist.sr.evolve.library import Sample, seed_library

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sr_dist.context import Context
+from sr_dist.conversation import Context
 from sr_dist.formula import parse_formula
 from sr_dist.models import build_model
 from sr_dist.models.base import ModelConfigError, ModelError, ModelProtocol

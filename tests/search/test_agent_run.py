@@ -9,7 +9,7 @@ import pytest
 
 from sr_dist.data import Dataset, load_dataset
 from sr_dist.evaluator import Evaluator
-from sr_dist.search.episode import AgentSpec, run_episode
+from sr_dist.search.agent_run import AgentSpec, run_episode
 from sr_dist.search.recording import CandidateRecorder
 
 
@@ -62,7 +62,7 @@ def test_a_model_that_cannot_be_built_ends_the_agent_with_a_reason(
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "openrouter", "qwen", "deepseek", "ollama", "mimo"])
 def test_every_network_provider_gets_a_circuit_in_a_search_run(provider: str) -> None:
     from sr_dist.models.circuit import DEFAULT_FAILURES
-    from sr_dist.search.episode import _model_config
+    from sr_dist.search.agent_run import _model_config
 
     cfg = _model_config(_spec(model={"provider": provider, "model": "m"}))
     assert cfg["circuit_failures"] == DEFAULT_FAILURES
@@ -73,7 +73,7 @@ def test_search_tools_are_the_only_formula_tools_the_agent_gets(dataset: Dataset
                                                                  evaluator: Evaluator) -> None:
     import threading
 
-    from sr_dist.search.episode import build_agent
+    from sr_dist.search.agent_run import build_agent
 
     only = build_agent(_spec(tools=("evaluate_formulas", "submit_formula")), dataset, evaluator,
                        None, threading.Event())

@@ -19,7 +19,6 @@ import pytest
 from results_helpers import rows_for
 
 from sr_dist.results import CandidateWriter, ResultsNotFound, duckdb_connection, open_results
-from sr_dist.results.compaction import FileInfo, RollPolicy, plan_groups, plan_roll
 from sr_dist.results.layout import (
     candidates_dir,
     data_files,
@@ -28,6 +27,7 @@ from sr_dist.results.layout import (
     part_seqs,
     staging_dir,
 )
+from sr_dist.results.rolling_files import FileInfo, RollPolicy, plan_groups, plan_roll
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = "feynman:I.6.2"
