@@ -2,7 +2,7 @@
 
 Each test starts ``sr-dist`` (or ``python -m sr_dist``) as a subprocess: --help, a sweep over a
 user's CSV read back with ``sr-dist-query``, Ctrl-C, SIGTERM and SIGHUP (a two-node cluster started with ``ray start`` is
-tests/cli/test_cluster_faults.py's).
+tests/cli/test_cluster_faults.py's). The three long runs start together (``long_runs``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +85,7 @@ def test_bad_override_is_a_one_line_error(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_a_sweep_on_a_users_csv_shares_one_results_path_and_one_cluster(tmp_path: Path) -> None:
+def _sweep_on_a_users_csv(tmp_path: Path) -> None:
     """A user's CSV, swept over two seeds (a sweep is one sr-dist run per combination, one
     cluster for all), then read back with ``sr-dist-query``."""
     rng = np.random.default_rng(1)
@@ -147,7 +149,7 @@ def _runs_row(results: Path) -> tuple[str, str, str, str | None, int, int]:
     return run_id, status, reason, sig, candidates, rows
 
 
-def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(tmp_path: Path) -> None:
+def _sigterm_then_resume(tmp_path: Path) -> None:
     """What `ray job stop`, Kubernetes and Slurm send: SIGTERM to the driver process alone."""
     proc = _start(tmp_path, "dataset.source=feynman:I.30.3", "search.max_seconds=600",
                   "search.target_nmse=null", "results.path=out")
@@ -217,7 +219,7 @@ def _silent_server() -> tuple[socket.socket, list[socket.socket]]:
     return server, held
 
 
-def test_a_second_signal_skips_the_grace_period(tmp_path: Path) -> None:
+def _second_signal(tmp_path: Path) -> None:
     """Agents stuck in a model call do not stop on the first signal (Ctrl-C: SIGINT to the
     whole process group, as a terminal sends it); a second one (SIGHUP: the terminal closed)
     ends the run at once, not after search.stop_grace_s=300, and the runs row still says
@@ -252,6 +254,41 @@ def test_a_second_signal_skips_the_grace_period(tmp_path: Path) -> None:
     _, status, reason, sig, candidates, rows = _runs_row(tmp_path / "out")
     assert (status, reason, sig) == ("interrupted", "interrupted", "SIGINT")
     assert candidates == rows
+
+
+#: The module's long runs, each test's whole scenario (its processes, signals and asserts).
+LONG_RUNS = {
+    "test_a_sweep_on_a_users_csv_shares_one_results_path_and_one_cluster": _sweep_on_a_users_csv,
+    "test_sigterm_stops_like_ctrl_c_and_the_run_resumes": _sigterm_then_resume,
+    "test_a_second_signal_skips_the_grace_period": _second_signal,
+}
+
+
+@pytest.fixture(scope="module")
+def long_runs(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[None]]]:
+    """The long runs of the selected tests, started together on first use, each in its own
+    folder with its own cluster and processes: a run is much of its time waiting (on Ray's
+    start-up and shutdown, on its model, on a signal's effect), which the others' work fills.
+    Each test waits for its own run and fails with that run's assertion."""
+    selected = [item.name for item in request.session.items
+                if item.module is request.module and item.name in LONG_RUNS]
+    with ThreadPoolExecutor(max(1, len(selected))) as pool:
+        yield {name: pool.submit(LONG_RUNS[name], tmp_path_factory.mktemp(name[5:35]))
+               for name in selected}
+
+
+def test_a_sweep_on_a_users_csv_shares_one_results_path_and_one_cluster(
+        long_runs: dict[str, Future[None]]) -> None:
+    long_runs["test_a_sweep_on_a_users_csv_shares_one_results_path_and_one_cluster"].result()
+
+
+def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(long_runs: dict[str, Future[None]]) -> None:
+    long_runs["test_sigterm_stops_like_ctrl_c_and_the_run_resumes"].result()
+
+
+def test_a_second_signal_skips_the_grace_period(long_runs: dict[str, Future[None]]) -> None:
+    long_runs["test_a_second_signal_skips_the_grace_period"].result()
 
 
 def test_the_config_groups_ship_in_the_wheel(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sr_dist.formula import Formula, FormulaError, evaluate_numpy, parse_formula
-from tests.robustness.guard import PAYLOADS, assert_no_sentinel, watching
+from tests.robustness.guard import PAYLOADS, SENTINEL_FILE, assert_no_sentinel, watching
 
 # Names an attacker would reach for, declared as variables so they parse as *names*, not code.
 VARIABLES = ("x", "y", "os", "open", "__import__", "exec", "eval", "globals", "Symbol")
@@ -69,7 +69,12 @@ def test_hostile_text_only_raises_formula_error_and_runs_nothing(text: str) -> N
     assert_no_sentinel()
 
 
-@pytest.mark.parametrize("payload", PAYLOADS)
+#: Ids without the sentinel's path (it names this process's pid): every process that collects
+#: the suite (pytest-xdist's workers too) sees the same test names.
+PAYLOAD_IDS = [p.replace(str(SENTINEL_FILE), "SENTINEL") for p in PAYLOADS]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS, ids=PAYLOAD_IDS)
 def test_every_payload_is_refused_without_running(payload: str) -> None:
     with watching() as events:
         with pytest.raises(FormulaError) as info:

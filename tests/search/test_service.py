@@ -221,7 +221,9 @@ def _flood(service: BatchingEvaluator,
         nonlocal deepest
         while not stop.is_set():
             deepest = max(deepest, service.stats()["queue_depth"])
-            await asyncio.sleep(0)
+            # A look every millisecond (hundreds over a flood); back to back, the full stats
+            # snapshots held the GIL from the batches' threads and the flood took seconds.
+            await asyncio.sleep(0.001)
 
     async def scenario() -> list[list[Any]]:
         stop = asyncio.Event()
