@@ -27,6 +27,9 @@ class FitResult:
     - ``cached``: served from the result cache (``fit_s`` is then the original fit's).
     - ``dimensionally_consistent`` / ``units_mismatch``: the dimensional check, filled by the
       formula tools when the dataset has units (``None`` otherwise; the evaluator leaves them).
+    - ``origin``: where the formula came from, as its proposer said (``evaluate_formulas``'
+      ``origins``: ``library/power_law``, ``gp/crossover``, an LLM's own label); filled by the
+      formula tools, ``None`` when the proposer gave none. It never changes the fit.
     """
 
     expression: str
@@ -54,6 +57,7 @@ class FitResult:
     metrics: dict[str, float | None] = field(default_factory=dict)
     #: The metric candidates rank by (``EvaluatorOptions.rank_by``; ``val_nmse`` by default).
     rank_by: str = "val_nmse"
+    origin: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -71,7 +75,7 @@ class FitResult:
             "dimensionally_consistent": self.dimensionally_consistent,
             "units_mismatch": self.units_mismatch,
             "train_loss": self.train_loss, "val_loss": self.val_loss,
-            "metrics": dict(self.metrics), "rank_by": self.rank_by,
+            "metrics": dict(self.metrics), "rank_by": self.rank_by, "origin": self.origin,
         }
 
 

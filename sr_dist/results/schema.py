@@ -100,8 +100,12 @@ CANDIDATE_SCHEMA: pa.Schema = pa.schema(
         pa.field("bic", pa.float64()),
         pa.field("pearson_r", pa.float64()),
         pa.field("spearman_r", pa.float64()),
+        # Schema version 4 (issue 31): where the formula came from, as its proposer labelled
+        # it (evaluate_formulas' origins: evolve writes library/<source>, gp/<operator>,
+        # reduction; an LLM its own label); null when unlabelled and in older files.
+        pa.field("origin", pa.string()),
     ],
-    metadata={"sr_dist.table": "candidates", "sr_dist.schema_version": "3"},
+    metadata={"sr_dist.table": "candidates", "sr_dist.schema_version": "4"},
 )
 
 RUNS_SCHEMA: pa.Schema = pa.schema(
@@ -147,7 +151,7 @@ METRIC_COLUMNS: tuple[str, ...] = ("train_loss", "val_loss", "mae", "aic", "bic"
 _FIT_FIELDS: tuple[str, ...] = (
     "expression", "canonical", "status", "error", "constants", "complexity",
     "train_mse", "train_nmse", "val_nmse", "test_nmse", "r2", "fit_s",
-    "dimensionally_consistent", "units_mismatch",
+    "dimensionally_consistent", "units_mismatch", "origin",
 )
 
 
@@ -245,6 +249,7 @@ def candidate_row(
         "tool_call_id": tool_call_id,
         "dimensionally_consistent": values["dimensionally_consistent"],
         "units_mismatch": values["units_mismatch"],
+        "origin": values["origin"],
     }
     metrics = _get(fit, "metrics")
     for name in METRIC_COLUMNS:

@@ -7,11 +7,11 @@ The evaluator never sees units: they do not change a fit, only how candidates ar
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sr_dist.formula import DimensionCheck, FormulaError, check_dimensions, parse_formula
+from sr_dist.sr.fit_notes import annotate_fit
 
 __all__ = ["dimension_verdict", "with_dimensions"]
 
@@ -30,17 +30,6 @@ def dimension_verdict(expression: str, dataset: Any, *,
     return check_dimensions(formula, units, dimensionless_constants=dimensionless_constants)
 
 
-def _annotated(fit: Any, verdict: DimensionCheck) -> Any:
-    values = {"dimensionally_consistent": verdict.consistent, "units_mismatch": verdict.reason}
-    if dataclasses.is_dataclass(fit) and not isinstance(fit, type):
-        names = {f.name for f in dataclasses.fields(fit)}
-        if set(values) <= names:
-            return dataclasses.replace(fit, **values)
-    if isinstance(fit, Mapping):
-        return {**fit, **values}
-    return fit
-
-
 def with_dimensions(fits: Iterable[Any], dataset: Any, *,
                     dimensionless_constants: bool = True) -> list[Any]:
     """``fits`` (``FitResult``s or their dict form), each with its dimensional verdict when the
@@ -53,5 +42,9 @@ def with_dimensions(fits: Iterable[Any], dataset: Any, *,
         expression = fit.get("expression") if isinstance(fit, Mapping) else getattr(fit, "expression", None)
         verdict = dimension_verdict(str(expression or ""), dataset,
                                     dimensionless_constants=dimensionless_constants)
-        checked.append(fit if verdict is None else _annotated(fit, verdict))
+        if verdict is None:
+            checked.append(fit)
+        else:
+            checked.append(annotate_fit(fit, {"dimensionally_consistent": verdict.consistent,
+                                              "units_mismatch": verdict.reason}))
     return checked

@@ -22,8 +22,9 @@ import numpy as np
 from sr_dist.candidate import RECORD_FIELDS as RESULT_FIELDS
 from sr_dist.candidate import Candidate, best_of, fitness, nmse_fitness, rank_key
 from sr_dist.results.simplified import simplify_entries
-from sr_dist.sr.episode import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
 from sr_dist.sr.dimensional import with_dimensions
+from sr_dist.sr.episode import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
+from sr_dist.sr.fit_notes import check_origins, with_origins
 from sr_dist.sr.state import Submission
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import significant
@@ -282,7 +283,8 @@ class FormulaTool(BaseTool[EpisodeContext]):
         fits, _ = self._fit([formula_text(e) for e in expressions])
         return fits
 
-    def _fit(self, expressions: list[str]) -> tuple[list[Any], tuple[Candidate, ...]]:
+    def _fit(self, expressions: list[str],
+             origins: Sequence[str | None] | None = None) -> tuple[list[Any], tuple[Candidate, ...]]:
         """Fit, record (archive and recorder) and return the fits and their candidates.
 
         Under :meth:`EpisodeState.fitting`: the loop may stop waiting for this call at its
@@ -297,6 +299,7 @@ class FormulaTool(BaseTool[EpisodeContext]):
                 ) from exc
             fits = with_dimensions(fits, self.context.dataset,
                                    dimensionless_constants=self.context.dimensionless_constants)
+            fits = with_origins(fits, origins)
             return fits, self._record(fits)
 
     def _record(self, fits: Sequence[Any]) -> tuple[Candidate, ...]:
@@ -318,7 +321,7 @@ class FormulaTool(BaseTool[EpisodeContext]):
 class EvaluateFormulas(FormulaTool):
     metadata = ToolMetadata(name="evaluate_formulas", idempotent=True, max_result_chars=12000)
 
-    def execute(self, expressions: list[str]) -> dict[str, Any]:
+    def execute(self, expressions: list[str], origins: list[str] | None = None) -> dict[str, Any]:
         """Fit the free constants of each formula on the training data and score it.
 
         Formulas use the dataset's variables, numbers, + - * / ** (or ^), parentheses, the
@@ -332,6 +335,9 @@ class EvaluateFormulas(FormulaTool):
 
         Args:
             expressions: The formulas to evaluate, one per string (at most 64 per call).
+            origins: Optional, one short label per formula saying where it came from (e.g.
+                "hypothesis: damped oscillation" or "from fit_power_law"); kept with each
+                candidate in the results table, never used in fitting.
         """
         limit = self.context.limits.max_expressions_per_call
         if not expressions:
@@ -342,7 +348,10 @@ class EvaluateFormulas(FormulaTool):
                 "reason": f"expressions has {len(expressions)} formulas; at most {limit} are accepted per call. "
                 "Send the most promising ones, or split them over several calls.",
             }
-        _, candidates = self._fit([str(e) for e in expressions])
+        problem = check_origins(origins, len(expressions))
+        if problem is not None:
+            return {"success": False, "reason": problem}
+        _, candidates = self._fit([str(e) for e in expressions], origins)
         records = [c.record() for c in candidates]
         best = best_of(candidates)
         return {"results": records, "best": best.brief() if best is not None else None}

@@ -39,6 +39,8 @@ CANDIDATE_COLUMNS = [
     ("train_loss", pa.float64()), ("val_loss", pa.float64()), ("mae", pa.float64()),
     ("aic", pa.float64()), ("bic", pa.float64()), ("pearson_r", pa.float64()),
     ("spearman_r", pa.float64()),
+    # schema version 4: the proposer's label for where the formula came from (issue 31)
+    ("origin", pa.string()),
 ]
 
 RUN_COLUMNS = [

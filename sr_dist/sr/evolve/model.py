@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from sr_dist.conversation import Context
-from sr_dist.formula import Node
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
 from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
-from sr_dist.sr.evolve.library.assemble import build_library
+from sr_dist.sr.evolve.library.assemble import library_seeds
 from sr_dist.sr.evolve.library.config import LibraryConfig, library_config
 from sr_dist.sr.evolve.library.sample import Sample, sample_from_info
+from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.library.sources.pi_groups import units_from_info
 from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
 from sr_dist.sr.evolve.search import EvolveConfig, Proposal, propose
@@ -89,7 +89,7 @@ class EvolveModel:
             self.library = library_config(library)
         except (TypeError, ValueError) as exc:
             raise ModelConfigError(f"invalid evolve library options: {exc}") from exc
-        self._libraries: dict[str, tuple[Node, ...]] = {}
+        self._libraries: dict[str, tuple[Seed, ...]] = {}
 
     # ------------------------------------------------------------------ protocol
 
@@ -127,7 +127,7 @@ class EvolveModel:
         return int(seed) if isinstance(seed, (int, np.integer)) and seed >= 0 else 0
 
     def _library(self, variables: tuple[str, ...], sample: Sample | None,
-                 units: Any = None) -> tuple[Node, ...]:
+                 units: Any = None) -> tuple[Seed, ...]:
         digest = hashlib.sha256(json.dumps(variables).encode())
         if sample is not None:
             digest.update(np.ascontiguousarray(sample.X).tobytes())
@@ -136,7 +136,7 @@ class EvolveModel:
             digest.update(repr(units).encode())
         key = digest.hexdigest()
         if key not in self._libraries:
-            self._libraries[key] = build_library(variables, sample, units, self.library)
+            self._libraries[key] = library_seeds(variables, sample, units, self.library)
         return self._libraries[key]
 
     def _respond(self, proposal: Proposal, history: History) -> ModelResponse:
@@ -149,7 +149,8 @@ class EvolveModel:
         if proposal.expressions:
             text = (f"Generation {history.generations}: proposing {len(proposal.expressions)} candidates"
                     + (f"; best so far {history.best.expression} (NMSE {history.best.nmse:.3g})." if history.best else "."))
-            return self._calls(EVALUATE_TOOL, {"expressions": list(proposal.expressions)}, call_id, text)
+            arguments = {"expressions": list(proposal.expressions), "origins": list(proposal.origins)}
+            return self._calls(EVALUATE_TOOL, arguments, call_id, text)
         return ModelResponse(text="The search has nothing new to propose.", finish_reason="stop")
 
     @staticmethod
@@ -169,7 +170,7 @@ def _agent_id(context: Context) -> int:
     return int(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _share(library: tuple[Node, ...], agent_id: int, batch_size: int) -> tuple[Node, ...]:
+def _share(library: tuple[Seed, ...], agent_id: int, batch_size: int) -> tuple[Seed, ...]:
     """The library in the order agent ``agent_id`` takes it: every agent starts with the same
     half batch (the near-exact seeds, worth fitting twice rather than late), then agent 0 goes
     on in order and agent ``k`` from ``k * 0.618`` of the way along, wrapping round, so two

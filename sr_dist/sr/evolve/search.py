@@ -3,7 +3,9 @@
 The batch mixes (1) not-yet-tried structures from the seed library, (2) offspring of parents
 picked by tournament on ``log10(NMSE) + parsimony*complexity`` from the best of the population
 plus its Pareto front, made by the operators in :mod:`sr_dist.sr.evolve.operators`, and (3) fresh
-random trees. Every proposal is new: its canonical form was never proposed before. Once a
+random trees. Every proposal is new: its canonical form was never proposed before, and it
+carries its origin (``library/<source>``, ``reduction``, ``gp/<operator>``, ``gp/fresh``), which
+the results table keeps. Once a
 candidate beats the target NMSE the search spends ``polish_generations`` on simplifying the
 solutions, then submits the simplest one; it also submits its best after ``patience``
 generations without progress. With units, only dimensionally consistent candidates count as
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sr_dist.formula import Node
+from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, constant_reductions, random_tree, within_limits
 from sr_dist.sr.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
 from sr_dist.sr.evolve.tree import constant_prefix, count_constants, has_var, render, size, tidy
@@ -75,6 +78,8 @@ class Proposal:
     expressions: tuple[str, ...] = ()
     submit: Individual | None = None
     reason: str = ""
+    #: Where each expression came from, in order (see the module docstring).
+    origins: tuple[str, ...] = ()
 
 
 #: The earlier name of :class:`EvolveConfig` (``sr_dist.conf.schema.SearchConfig`` is the run's
@@ -96,13 +101,14 @@ class _Batch:
         self.prefix = constant_prefix(variables)
         self.keys: set[str] = set()
         self.texts: list[str] = []
+        self.origins: list[str] = []
 
     def key(self, tree: Node) -> tuple[str, str] | None:
         text = render(tree, self.prefix)
         parsed = parse_cached(text, self.variables)
         return None if parsed is None else (text, parsed.canonical)
 
-    def offer(self, tree: Node | None, seed: bool = False) -> bool:
+    def offer(self, tree: Node | None, origin: str, seed: bool = False) -> bool:
         """Add ``tree`` if it is new and within the limits: the grammar's for what the search
         breeds; for a library seed, whose shape the data chose (a nine-term quadratic form, a
         five-monomial polynomial), :data:`SEED_MAX_SIZE` and :data:`SEED_MAX_CONSTANTS`."""
@@ -118,6 +124,7 @@ class _Batch:
             return False
         self.keys.add(key[1])
         self.texts.append(key[0])
+        self.origins.append(origin)
         return True
 
 
@@ -142,14 +149,15 @@ def _submission(history: History, config: EvolveConfig) -> Proposal | None:
 def propose(
     history: History,
     variables: Sequence[str],
-    library: Sequence[Node],
+    library: Sequence[Node | Seed],
     config: EvolveConfig,
     rng: np.random.Generator,
     can_submit: bool = True,
 ) -> Proposal:
-    """Decide this turn: submit, or propose up to ``batch_size`` new candidates.
+    r"""Decide this turn: submit, or propose up to ``batch_size`` new candidates.
 
     With ``can_submit`` False (no submit tool offered) the search never stops on its own.
+    ``library`` holds :class:`Seed`\ s (their source becomes the origin) or bare trees.
     """
     names = tuple(variables)
     done = _submission(history, config) if can_submit else None
@@ -166,12 +174,15 @@ def propose(
         for tree in constant_reductions(ind.tree):
             if len(batch.texts) >= config.batch_size // 2:
                 break
-            batch.offer(tree)
+            batch.offer(tree, "reduction")
     n_library = min(config.batch_size, n_library + len(batch.texts))
-    for tree in library:
+    for entry in library:
         if len(batch.texts) >= n_library:
             break
-        batch.offer(tidy(tree), seed=True)
+        if isinstance(entry, Seed):
+            batch.offer(tidy(entry.tree), f"library/{entry.source}", seed=True)
+        else:
+            batch.offer(tidy(entry), "library", seed=True)
 
     ranked = sorted(individuals, key=lambda i: (score(i, config.parsimony), i.canonical))
     pool_keys = {i.canonical for i in ranked[: config.pool_size]}
@@ -184,7 +195,8 @@ def propose(
     while len(batch.texts) < config.batch_size and attempts > 0:
         attempts -= 1
         if not pool or rng.random() < config.p_fresh:
-            batch.offer(tidy(random_tree(rng, grammar, int(rng.integers(2, 5)), full=rng.random() < 0.3)))
+            batch.offer(tidy(random_tree(rng, grammar, int(rng.integers(2, 5)), full=rng.random() < 0.3)),
+                        "gp/fresh")
             continue
         if solved and rng.random() < 0.5:
             op_name = _POLISH_OPERATORS[int(rng.integers(len(_POLISH_OPERATORS)))]
@@ -195,11 +207,13 @@ def propose(
             second = tournament(pool, rng, config.tournament_size, config.parsimony)
             parents = (first.tree, second.tree)
         operator, _, arity = OPERATORS[op_name]
-        batch.offer(operator(parents[:arity] if arity <= len(parents) else parents, rng, grammar))
+        batch.offer(operator(parents[:arity] if arity <= len(parents) else parents, rng, grammar),
+                    f"gp/{op_name}")
 
     if not batch.texts and can_submit:
         best = history.best
         if best is not None and best.expression not in history.submitted:
             return Proposal(submit=min(individuals, key=lambda i: (score(i, config.parsimony), i.canonical)),
                             reason="no new candidates left to propose")
-    return Proposal(expressions=tuple(batch.texts), reason=f"generation {history.generations}")
+    return Proposal(expressions=tuple(batch.texts), reason=f"generation {history.generations}",
+                    origins=tuple(batch.origins))

@@ -198,7 +198,7 @@ def test_decomposition_is_deterministic_and_reads_only_the_sample() -> None:
     response = model.call(Context(info=info))
     proposed = json.loads(response.tool_calls[0]["function"]["arguments"])["expressions"]
     (built,) = model._libraries.values()  # noqa: SLF001 - the one library the call built
-    library = [render(tidy(t)) for t in built]
+    library = [render(tidy(seed.tree)) for seed in built]
     assert first[0] in library
     assert first[0].replace(" ", "") in {p.replace(" ", "") for p in proposed}
 

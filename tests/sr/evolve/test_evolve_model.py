@@ -15,7 +15,9 @@ from sr_dist.conversation import Context
 from sr_dist.formula import parse_formula
 from sr_dist.models import build_model
 from sr_dist.models.base import ModelConfigError, ModelError, ModelProtocol
+from sr_dist.sr.evolve.library.config import SOURCES
 from sr_dist.sr.evolve.model import EvolveModel, build_evolve
+from sr_dist.sr.evolve.operators import OPERATORS
 from sr_dist.sr.evolve.population import read_history
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
@@ -128,6 +130,29 @@ def test_never_proposes_a_canonical_form_twice(datasets, evaluators) -> None:
         for text in _expressions(step(model, context, evaluators["sum"])):
             keys.append(parse_formula(text, ["x0", "x1", "x2"]).canonical)
     assert len(keys) == len(set(keys))
+
+
+def test_every_proposal_names_its_origin(datasets, evaluators) -> None:
+    """The first batch is the library's (each seed's source), later ones mix library seeds with
+    the search's offspring (their operator) and fresh trees; the results table keeps the label."""
+    context = Context(info=info_for(datasets["sum"]))
+    model = EvolveModel(batch_size=16, seed=1)
+    origins = []
+    for _ in range(4):
+        response = step(model, context, evaluators["sum"])
+        if response.tool_calls[0]["function"]["name"] != "evaluate_formulas":
+            break
+        arguments = json.loads(response.tool_calls[0]["function"]["arguments"])
+        assert len(arguments["origins"]) == len(arguments["expressions"])
+        origins.append(arguments["origins"])
+    assert all(o.startswith("library/") for o in origins[0])
+    known = {f"gp/{name}" for name in OPERATORS} | {"gp/fresh", "reduction"}
+    for label in (o for batch in origins for o in batch):
+        if label.startswith("library/"):
+            assert label.removeprefix("library/").split("/")[0] in SOURCES, label
+        else:
+            assert label in known, label
+    assert any(o.startswith("gp/") for batch in origins[1:] for o in batch)
 
 
 def test_seed_from_context_info_when_not_configured(datasets) -> None:

@@ -16,6 +16,7 @@ import pytest
 from sr_dist.data import Dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.sr.catalog import build_formula_catalog
+from sr_dist.sr.fit_notes import MAX_ORIGIN_CHARS
 from sr_dist.sr.formula_tools import (
     FORMULA_TOOLS,
     RESULT_FIELDS,
@@ -240,3 +241,32 @@ def test_the_basetool_evaluate_helper_of_a_formula_tool_records_its_fits(agent_d
     fit = tool.evaluate(tool.parse_formula("c*x0"))
     assert fit.status == "ok"
     assert len(ctx.archive) == 1 and [f.expression for f in recorder.fits] == ["c*x0"]
+
+
+def test_origins_label_each_recorded_fit_and_never_change_it(agent_dataset: Dataset, agent_evaluator: Evaluator) -> None:
+    catalog, _, recorder = make(agent_dataset, agent_evaluator)
+    exprs = ["c*x0*x1", "a*x0 + b", "x0 +"]
+    long_label = "hypothesis: " + "x" * 500
+    result = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": exprs,
+                                                           "origins": ["library/power_law", long_label, ""]}))
+    assert result.ok, result.result_str
+    plain = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": exprs[:2]}))
+    labelled, unlabelled = recorder.batches
+    assert [f.origin for f in labelled.fits] == ["library/power_law", long_label[:MAX_ORIGIN_CHARS], None]
+    assert [f.origin for f in unlabelled.fits] == [None, None]
+    # The label is a note beside the fit: the same formula fits to the same numbers without it.
+    assert [r["val_nmse"] for r in plain.result["results"]] == [r["val_nmse"] for r in result.result["results"][:2]]
+
+
+@pytest.mark.parametrize("origins, needle", [
+    (["library/power_law"], "origins has 1 labels for 2 formulas"),
+    (["a", "b", "c"], "origins has 3 labels for 2 formulas"),
+])
+def test_origins_that_do_not_match_the_formulas_are_refused(
+        agent_dataset: Dataset, agent_evaluator: Evaluator, origins: list[str], needle: str) -> None:
+    catalog, ctx, recorder = make(agent_dataset, agent_evaluator)
+    result = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0", "c*x1"], "origins": origins}))
+    assert not result.ok and needle in result.result_str
+    assert recorder.batches == [] and len(ctx.archive) == 0
+    wrong_type = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0"], "origins": [3]}))
+    assert not wrong_type.ok and "argument 'origins'" in wrong_type.result_str

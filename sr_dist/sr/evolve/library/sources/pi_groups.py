@@ -48,6 +48,10 @@ MAX_SPARSE_GROUPS = 4
 MAX_RATIONAL_GROUPS = 3
 #: Best (denominator, numerator) pairs of the ratio search that are refitted exactly.
 RATIONAL_PAIRS = 24
+#: Most terms in the basis of the ratio search over the π groups.
+RATIONAL_BASIS = 400
+#: Most loose (not near-exact) seeds over the π groups: they go last in the library.
+MAX_LOOSE_SEEDS = 24
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ def _rationals(sample: Sample, names: Sequence[str], max_rows: int = 256) -> lis
     numerator term. It finds the weighted means and saturations a greedy pursuit from scratch
     misses."""
     sample = Sample(sample.X[:max_rows], sample.y[:max_rows])
-    basis = build_basis(sample, names, list(range(len(names))), 400)
+    basis = build_basis(sample, names, list(range(len(names))), RATIONAL_BASIS)
     if basis is None:
         return []
     z = sample.y
@@ -294,4 +298,4 @@ def _group_sums(variables: Sequence[str], basis: DimensionalBasis, prefactor: Ma
         body = _substitute(tree, placeholders)
         return body if not prefactor else binary("mul", outer, body)
 
-    return [lift(t) for t in exact], [lift(t) for t in loose[:24]]
+    return [lift(t) for t in exact], [lift(t) for t in loose[:MAX_LOOSE_SEEDS]]

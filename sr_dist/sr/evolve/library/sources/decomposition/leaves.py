@@ -38,13 +38,17 @@ __all__ = ["LEAF_TRANSFORMS", "SEVERAL_VARIABLE_LEAF_TRANSFORMS", "leaf_fits", "
 #: The transforms of a part's target that the leaves try, in order (:mod:`transforms`): all of
 #: them for a part of one variable, the algebraic ones for a part of several.
 LEAF_TRANSFORMS = ("id", "inv", "sq", "invsq", "sqrt", "log", "exp")
+#: Most terms in the basis a leaf's sparse sums and ratios are fitted over (a part has few
+#: variables: its wider tiers are cut first), and the sample rows they read.
+LEAF_BASIS = 1500
+LEAF_ROWS = 200
 
 
 SEVERAL_VARIABLE_LEAF_TRANSFORMS = ("id", "inv", "sq", "invsq")
 
 
 def leaf_fits(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: bool = False,
-            rows: int = 200, rational_leads: bool = False) -> list[PartFit]:
+            rows: int = LEAF_ROWS, rational_leads: bool = False) -> list[PartFit]:
     """Sparse sums (with and without intercept) of transforms of ``t``, ratios of sums, and
     power laws, each with its values on the sample. With ``free_offset`` (a part of an
     additive split, defined only up to a constant) the intercept is fitted but left out of the
@@ -52,7 +56,7 @@ def leaf_fits(names: Sequence[str], X: np.ndarray, t: np.ndarray, free_offset: b
     out: list[PartFit] = []
     fit_rows = slice(0, rows)
     sample = Sample(X[fit_rows], t[fit_rows])
-    basis = build_basis(sample, names, list(range(len(names))), 1500)
+    basis = build_basis(sample, names, list(range(len(names))), LEAF_BASIS)
     if basis is None:
         return out
     index = {term: k for k, term in enumerate(basis.terms)}
@@ -128,7 +132,7 @@ def sum_body(terms: Sequence[Node], lead: float, intercept: bool, kind: str) -> 
     return total([times_const(t) for t in terms] + ([const()] if intercept else [])), kind != "exp"
 
 
-def variable_led_ratios(p: SubProblem, rows: int = 200) -> list[PartFit]:
+def variable_led_ratios(p: SubProblem, rows: int = LEAF_ROWS) -> list[PartFit]:
     """Ratios of sums whose denominator starts with a variable, ``(a*x + b*y)/(x + y)``: the
     seed library's ratios all start their denominator with 1. Linear in the unknowns:
     ``t*x_j = sum(a_k t_k) - b*t*s`` with numerator terms of up to two factors and one
@@ -138,7 +142,7 @@ def variable_led_ratios(p: SubProblem, rows: int = 200) -> list[PartFit]:
     if p.X.shape[1] > 4 or p.X.shape[1] < 2:
         return []
     sample = Sample(p.X[:rows], p.t[:rows])
-    basis = build_basis(sample, p.names, list(range(len(p.names))), 1500)
+    basis = build_basis(sample, p.names, list(range(len(p.names))), LEAF_BASIS)
     out: list[PartFit] = []
     if basis is None:
         return out
