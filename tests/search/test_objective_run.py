@@ -1,5 +1,6 @@
 """Issue 17 end to end on a real local Ray cluster: evaluator.loss, search.metrics and
-search.rank_by reach the Parquet columns of a run (one short evolve run)."""
+search.rank_by reach the Parquet columns of a run (one short evolve run), and so does each
+candidate's origin."""
 
 from __future__ import annotations
 
@@ -52,3 +53,7 @@ def test_loss_and_metrics_reach_the_candidate_columns(ray_cluster: None, tmp_pat
         f"SELECT (SELECT spearman_r FROM candidates WHERE candidate_id = '{best_id}'), "
         "max(spearman_r) FROM candidates WHERE status = 'ok'").fetchall()[0]
     assert best_spearman == pytest.approx(top)
+    # Every row says where evolve's formula came from (issue 31's origin column): the first
+    # batch is the seed library's, each seed under its source's name.
+    origins = dict(con.sql("SELECT coalesce(origin, 'null'), count(*) FROM candidates GROUP BY 1").fetchall())
+    assert "null" not in origins and any(o.startswith("library/") for o in origins), origins

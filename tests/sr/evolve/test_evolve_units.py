@@ -78,8 +78,8 @@ def test_the_model_puts_the_pi_seeds_first_only_with_units() -> None:
     variables = tuple(ds.feature_names)
     sample = sample_from_info(info, variables)
     model = EvolveModel()
-    with_units = model._library(variables, sample, units_from_info(info, variables))
-    without = model._library(variables, sample)
+    with_units = [seed.tree for seed in model._library(variables, sample, units_from_info(info, variables))]
+    without = [seed.tree for seed in model._library(variables, sample)]
     assert with_units != without
     units = units_from_info(info, variables)
     assert units is not None
