@@ -269,4 +269,4 @@ def test_origins_that_do_not_match_the_formulas_are_refused(
     assert not result.ok and needle in result.result_str
     assert recorder.batches == [] and len(ctx.archive) == 0
     wrong_type = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0"], "origins": [3]}))
-    assert not wrong_type.ok and "argument 'origins'" in wrong_type.result_str
+    assert not wrong_type.ok and "argument 'origins[0]'" in wrong_type.result_str
