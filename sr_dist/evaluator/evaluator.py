@@ -992,14 +992,19 @@ class Evaluator:
 
 
 def enable_persistent_cache(path: str) -> None:
-    """Turn on JAX's persistent compilation cache at ``path`` (process-global)."""
+    """Turn on JAX's persistent compilation cache at ``path`` (process-global), and keep the
+    traced bucket programs beside it (``path/traced``, see traced.py)."""
     import jax
+
+    from sr_dist.evaluator.kernels import COMPILED
+    from sr_dist.evaluator.traced import TracedStore
 
     os.makedirs(path, exist_ok=True)
     # jax.config.update is unannotated in jax 0.10, hence the ignores.
     jax.config.update("jax_compilation_cache_dir", path)  # type: ignore[no-untyped-call]
     jax.config.update(  # type: ignore[no-untyped-call]
         "jax_persistent_cache_min_compile_time_secs", 0.5)
+    COMPILED.use_store(TracedStore(os.path.join(path, "traced")))
 
 
 __all__ = [

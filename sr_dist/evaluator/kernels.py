@@ -35,6 +35,7 @@ from sr_dist.evaluator.interpreter import (
 )
 from sr_dist.evaluator.lm import LMOptions, PassFn, levenberg_marquardt
 from sr_dist.evaluator.losses import LossSpec, objective_pass, objective_split_pass
+from sr_dist.evaluator.traced import TracedStore
 
 Array = jax.Array
 
@@ -209,11 +210,26 @@ class CompileCache:
     """Process-wide executables per (bucket key, argument shapes); thread-safe.
 
     ``get`` returns the executable and the seconds spent compiling it now (0.0 on a hit).
+    With a :class:`~sr_dist.evaluator.traced.TracedStore` (``use_store``; the persistent
+    compilation cache sets one) a bucket another process traced is loaded, not traced again.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._exes: dict[Any, Any] = {}
+        self._store: TracedStore | None = None
+
+    def use_store(self, store: TracedStore | None) -> None:
+        with self._lock:
+            self._store = store
+
+    def _lower(self, kind: str, key: NamedTuple, args: tuple[Any, ...], sig: Any) -> Any:
+        fn = _FIT_JIT if kind == "fit" else _PREDICT_JIT
+        loss = getattr(key, "loss", None)
+        if self._store is None or (loss is not None and loss.fn is not None):
+            return fn.lower(key, *args)  # a user's loss function is not part of any stored key
+        raw = _fit_bucket if kind == "fit" else _predict_bucket
+        return self._store.lower(raw, fn, key, args, sig, FitOutput if kind == "fit" else None)
 
     def get(self, kind: str, key: NamedTuple, args: tuple[Any, ...]) -> tuple[Any, float]:
         sig = (kind, key, _signature(args))
@@ -221,9 +237,8 @@ class CompileCache:
             exe = self._exes.get(sig)
             if exe is not None:
                 return exe, 0.0
-            fn = _FIT_JIT if kind == "fit" else _PREDICT_JIT
             t0 = time.perf_counter()
-            exe = fn.lower(key, *args).compile()
+            exe = self._lower(kind, key, args, sig).compile()
             elapsed = time.perf_counter() - t0
             self._exes[sig] = exe
             return exe, elapsed
