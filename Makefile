@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
+# Test files run in this many pytest-xdist workers, each file whole in one worker (its module
+# fixtures, its clusters); 1 runs the suite in one process. Two fill a 2-core machine: a
+# sequential suite keeps it 65% busy (waiting on Ray's start-up and on subprocesses), and four
+# overload it until Ray's own start-up times out.
+PYTEST_WORKERS ?= 2
 
 .PHONY: run test gates chromium install install-test bench clean
 
@@ -44,7 +49,7 @@ chromium:
 	fi
 
 test: gates chromium
-	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=25 $(if $(filter-out 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 bench: install-test
 	$(PIP) install -e ".[bench]"
