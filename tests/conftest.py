@@ -39,7 +39,10 @@ def ray_cluster() -> Iterator[None]:
     import ray
 
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    from sr_dist.search.ray_setup import LOCAL_CLUSTER_CONFIG
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
+             _system_config=LOCAL_CLUSTER_CONFIG)
     try:
         yield
     finally:
