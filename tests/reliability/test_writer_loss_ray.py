@@ -80,7 +80,9 @@ def test_a_run_whose_writer_is_killed_loses_and_doubles_nothing(ray_cluster: Non
     rows, distinct, _ = counts(tmp_path, run_id)
     assert rows == distinct == summary.candidates == summary.rows_sent >= 150
     writer = summary.writer  # the restarted instance's counters
-    assert writer["restarted"] and writer["resent_batches"] > 0
+    # Whether a batch was in flight at the kill is the machine's timing (none was, once, with
+    # two test workers on two cores); test_a_killed_writer_is_restarted_... forces a resend.
+    assert writer["restarted"] and writer["resent_batches"] >= 0
     assert 0 <= writer["duplicates"] <= writer["resent_rows"]
     assert writer["write_error"] is None and writer["files"] == 1
     assert all(agent.lost_row_batches == 0 for agent in summary.agents)
