@@ -2,7 +2,7 @@
 traced, fits to the very same numbers, and survives a damaged store.
 
 Each case is a real, fresh Python process (the store's whole point is the next process) with
-its own cache folder; the script counts the traces (``jax.export.export`` calls) it makes.
+its own store folder (XLA's executables come from the suite's cache); the script counts the traces (``jax.export.export`` calls) it makes.
 """
 
 from __future__ import annotations
@@ -33,54 +33,60 @@ rng = np.random.default_rng(0)
 X = rng.uniform(1, 2, (240, 2))
 y = 1.7 * X[:, 0] * np.sin(0.8 * X[:, 1]) + 0.3
 ds = dataset_from_arrays(X, y, feature_names=("x0", "x1"), name="traced")
-options = {"compilation_cache_dir": sys.argv[1]}
-if len(sys.argv) > 2:
-    options["loss"] = sys.argv[2]
-fits = Evaluator(ds, **options).fit_many(["c0*x0*sin(c1*x1) + c2", "c0*x0 + c1"])
+from sr_dist.evaluator.kernels import COMPILED
+from sr_dist.evaluator.traced import TracedStore
+options = {"compilation_cache_dir": sys.argv[2]} if sys.argv[2] else {}
+if len(sys.argv) > 3:
+    options["loss"] = sys.argv[3]
+evaluator = Evaluator(ds, **options)
+COMPILED.use_store(TracedStore(sys.argv[1]))  # the case's own store; XLA's cache the suite's
+fits = evaluator.fit_many(["c0*x0*sin(c1*x1) + c2", "c0*x0 + c1"])
 print(json.dumps({"traces": len(traces), "fits": [[f.status, f.val_nmse, f.constants] for f in fits]}))
 """
 
 USER_LOSS = "def absolute(pred, y):\n    import jax.numpy as jnp\n    return jnp.abs(pred - y)\n"
 
 
-def _run(cache: Path, *extra: str, cwd: Path | None = None) -> tuple[dict, str]:
+def _run(store: Path, *extra: str, cwd: Path | None = None) -> tuple[dict, str]:
+    """The script with its own traced-program ``store``; XLA's executables come from the
+    suite's persistent cache (tests/conftest.py) when it has one, which changes no trace."""
     env = {k: v for k, v in os.environ.items() if k != "SR_DIST_JAX_CACHE_DIR"}
+    xla_cache = os.environ.get("SR_DIST_JAX_CACHE_DIR", "")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd or ""), str(Path.cwd()),
                                                       env.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), *extra], env=env,
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(store), xla_cache, *extra], env=env,
                           capture_output=True, text=True, timeout=240, cwd=cwd)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
 def test_a_fresh_process_loads_the_traced_programs_and_fits_the_same(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    first, _ = _run(cache)
-    stored = sorted((cache / "traced").glob("*.jaxexport"))
+    store = tmp_path / "traced"
+    first, _ = _run(store)
+    stored = sorted(store.glob("*.jaxexport"))
     assert first["traces"] == len(stored) >= 1
-    second, _ = _run(cache)
+    second, _ = _run(store)
     assert second["traces"] == 0  # every bucket came from the store
     assert second["fits"] == first["fits"] and first["fits"][0][0] == "ok"
     # A damaged store costs a trace, never a fit: each entry is replaced by a good one.
     for path in stored:
         path.write_bytes(b"not a program")
-    third, log = _run(cache)
+    third, log = _run(store)
     assert third["traces"] == len(stored) and "could not be used" in log
     assert third["fits"] == first["fits"]
     assert all(path.read_bytes() != b"not a program" for path in stored)
 
 
 def test_a_store_that_cannot_be_written_falls_back_to_tracing(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "traced").write_text("a file where the folder should be")
-    result, log = _run(cache)
+    store = tmp_path / "traced"
+    store.write_text("a file where the folder should be")
+    result, log = _run(store)
     assert result["fits"][0][0] == "ok" and "could not store traced program" in log
 
 
 def test_a_users_own_loss_is_never_stored(tmp_path: Path) -> None:
     (tmp_path / "traced_user_loss.py").write_text(USER_LOSS)
-    cache = tmp_path / "cache"
-    result, _ = _run(cache, "traced_user_loss:absolute", cwd=tmp_path)
+    store = tmp_path / "traced"
+    result, _ = _run(store, "traced_user_loss:absolute", cwd=tmp_path)
     assert result["fits"][0][0] == "ok"
-    assert result["traces"] == 0 and not list((cache / "traced").glob("*.jaxexport"))
+    assert result["traces"] == 0 and not list(store.glob("*.jaxexport"))
