@@ -42,7 +42,7 @@ def ray_cluster() -> Iterator[None]:
     from sr_dist.search.ray_setup import LOCAL_CLUSTER_CONFIG
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
-             _system_config=LOCAL_CLUSTER_CONFIG)
+             _system_config=dict(LOCAL_CLUSTER_CONFIG))
     try:
         yield
     finally:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from sr_dist.search import quiet
@@ -59,7 +61,7 @@ def set_auth_mode(mode: str) -> None:
 #: JAX settings) and so a process of its own: the idle ones only cost start-up (measured on 2
 #: cores: ``ray.init`` and a first task 7.6 CPU-s and 6.5 s with them, 4.7 CPU-s and 4.1 s
 #: without).
-LOCAL_CLUSTER_CONFIG: dict[str, Any] = {"prestart_worker_first_driver": False}
+LOCAL_CLUSTER_CONFIG: Mapping[str, Any] = MappingProxyType({"prestart_worker_first_driver": False})
 
 
 def init_ray(settings: Settings) -> bool:
@@ -78,7 +80,7 @@ def init_ray(settings: Settings) -> bool:
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
     if settings.ray.starts_cluster:
         kwargs.update(address="local", include_dashboard=settings.ray.include_dashboard,
-                      _system_config=LOCAL_CLUSTER_CONFIG)
+                      _system_config=dict(LOCAL_CLUSTER_CONFIG))
         if settings.ray.num_cpus is not None:
             kwargs["num_cpus"] = settings.ray.num_cpus
     else:

@@ -30,28 +30,22 @@ def annotate_fit(fit: Any, values: Mapping[str, Any]) -> Any:
     return fit
 
 
-def check_origins(origins: Any, count: int) -> str | None:
-    """Why ``origins`` cannot label ``count`` formulas (one string per formula, or null), or
-    ``None`` when it can."""
-    if origins is None:
+def check_origins(origins: Sequence[str] | None, count: int) -> str | None:
+    """Why ``origins`` cannot label ``count`` formulas, or ``None`` when it can. Its type (a
+    list of strings) is the tool schema's to check; the one thing a schema cannot say is that
+    there is one label per formula."""
+    if origins is None or len(origins) == count:
         return None
-    if isinstance(origins, (str, bytes)) or not isinstance(origins, Sequence):
-        return f"origins must be a list of strings, one per formula, not {type(origins).__name__}"
-    if len(origins) != count:
-        return f"origins has {len(origins)} labels for {count} formulas: give one per formula, or leave it out"
-    bad = [i for i, label in enumerate(origins) if label is not None and not isinstance(label, str)]
-    if bad:
-        return f"origins[{bad[0]}] is not a string: each label is a short text such as 'library/power_law'"
-    return None
+    return f"origins has {len(origins)} labels for {count} formulas: give one per formula, or leave it out"
 
 
-def with_origins(fits: Sequence[Any], origins: Sequence[str | None] | None) -> list[Any]:
+def with_origins(fits: Sequence[Any], origins: Sequence[str] | None) -> list[Any]:
     """``fits`` each with its ``origin`` (clipped to :data:`MAX_ORIGIN_CHARS`; an empty label
     counts as none); unchanged without ``origins``. ``origins`` has passed :func:`check_origins`."""
     if origins is None:
         return list(fits)
     labelled = []
     for fit, label in zip(fits, origins, strict=True):
-        text = (label or "").strip()[:MAX_ORIGIN_CHARS] or None
+        text = label.strip()[:MAX_ORIGIN_CHARS] or None
         labelled.append(fit if text is None else annotate_fit(fit, {"origin": text}))
     return labelled

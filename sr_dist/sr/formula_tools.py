@@ -284,7 +284,7 @@ class FormulaTool(BaseTool[EpisodeContext]):
         return fits
 
     def _fit(self, expressions: list[str],
-             origins: Sequence[str | None] | None = None) -> tuple[list[Any], tuple[Candidate, ...]]:
+             origins: Sequence[str] | None = None) -> tuple[list[Any], tuple[Candidate, ...]]:
         """Fit, record (archive and recorder) and return the fits and their candidates.
 
         Under :meth:`EpisodeState.fitting`: the loop may stop waiting for this call at its
