@@ -3,6 +3,15 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
+UV     := $(VENV)/bin/uv
+# uv installs the same packages as pip in a fraction of the time (about 19 s instead of about
+# 110 s for the test extras on a 2-core machine: it downloads and unpacks in parallel). It does
+# not read pip's configuration, so the machine's find-links (local wheels, such as the CPU build
+# of torch that the test extras cap at) are passed on. Where uv cannot be installed, pip does it.
+FIND_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+UV_PIP     := $(UV) pip install --python $(PY) -q $(foreach d,$(FIND_LINKS),--find-links $(d))
+# Installs $(1) with uv if the venv has it, else with pip.
+install_into_venv = if [ -x $(UV) ]; then $(UV_PIP) $(1); else $(PIP) install $(1); fi
 # Test files run in this many pytest-xdist workers, each file whole in one worker (its module
 # fixtures, its clusters); 1 runs the suite in one process. Two fill a 2-core machine: a
 # sequential suite keeps it 65% busy (waiting on Ray's start-up and on subprocesses), and four
@@ -13,15 +22,15 @@ PYTEST_WORKERS ?= 2
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip
+	$(PIP) install "uv>=0.5,<1" || $(PIP) install --upgrade pip
 
 # Stamps re-run the install whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PIP) install -e .
+	$(call install_into_venv,-e .)
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PIP) install -e ".[test]"
+	$(call install_into_venv,-e ".[test]")
 	@touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
@@ -52,7 +61,7 @@ test: gates chromium
 	$(PY) -m pytest --durations=25 $(if $(filter-out 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 bench: install-test
-	$(PIP) install -e ".[bench]"
+	$(call install_into_venv,-e ".[bench]")
 	$(PY) bench/evaluator.py
 
 clean:
