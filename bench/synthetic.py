@@ -38,6 +38,7 @@ Usage (run where Ray may bind loopback, e.g. ``unshare --net sh -c 'ip link set 
     .venv/bin/python bench/synthetic.py --list --seed 1 --count 20       # the draws, no search
     .venv/bin/python bench/synthetic.py --seed 1 --count 50 --json synth1.json --markdown s.md
     .venv/bin/python bench/synthetic.py --seed 1 --indices 0 3 --budget 10
+    .venv/bin/python bench/synthetic.py --family nonlinear --seed 1 --count 50 --budget 60
 Results are appended to ``--json`` after each formula; a rerun skips the formulas already there.
 """
 
@@ -78,6 +79,9 @@ from scoring import (  # noqa: E402
     short,
 )
 
+#: The families of formulas ``draw_formula`` draws from (``--family``).
+DEFAULT_FAMILY = "srbench"
+FAMILIES = ("srbench", "nonlinear")
 #: Seeds tuned on; everything >= HELD_OUT_FROM is for judging only.
 DEVELOPMENT_SEEDS: tuple[int, ...] = (1, 2)
 HELD_OUT_FROM = 100
@@ -152,6 +156,8 @@ class SyntheticFormula:
     tree: Expr
     ranges: tuple[tuple[float, float], ...]
     rejected: tuple[str, ...]
+    #: ``srbench`` (this module's random trees) or ``nonlinear`` (``bench/nonlinear_family.py``).
+    family: str = "srbench"
 
     @property
     def n_vars(self) -> int:
@@ -175,7 +181,8 @@ class SyntheticFormula:
 
     @property
     def item(self) -> str:
-        return f"seed{self.seed}#{self.index}"
+        prefix = "" if self.family == DEFAULT_FAMILY else f"{self.family}-"
+        return f"{prefix}seed{self.seed}#{self.index}"
 
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """``n`` rows uniform in the ranges and the noise-free target (float64)."""
@@ -326,8 +333,16 @@ def _sample_at(f: SyntheticFormula, X: np.ndarray,
     return X, y
 
 
-def draw_formula(seed: int, index: int) -> SyntheticFormula:
-    """Formula ``index`` of ``seed``: the first non-degenerate attempt of its own stream."""
+def draw_formula(seed: int, index: int, family: str = DEFAULT_FAMILY) -> SyntheticFormula:
+    """Formula ``index`` of ``seed``: the first non-degenerate attempt of its own stream.
+    ``family="nonlinear"``: a law with nonlinear parameters inside functions
+    (``bench/nonlinear_family.py``)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}: use one of {', '.join(FAMILIES)}")
+    if family == "nonlinear":
+        from nonlinear_family import draw_nonlinear
+
+        return draw_nonlinear(seed, index)[1]
     if seed < 0 or index < 0:
         raise ValueError(f"seed and index must be >= 0, got seed={seed}, index={index}")
     rejected: list[str] = []
@@ -357,13 +372,13 @@ def setting_label(noise: float = 0.0) -> str:
 
 
 def worker(seed: int, index: int, budget: float, n: int, agents: int,
-           overrides: Sequence[str] = ()) -> dict[str, Any]:
+           overrides: Sequence[str] = (), family: str = DEFAULT_FAMILY) -> dict[str, Any]:
     """Draw, sample, run sr-dist on a Parquet copy, judge its answer; an Outcome as a dict.
     ``overrides``: more sr-dist config overrides (the tests stop on a candidate count)."""
     from sr_dist.data import load_dataset
 
     t0 = time.time()
-    f = draw_formula(seed, index)
+    f = draw_formula(seed, index, family)
     base: dict[str, Any] = {"item": f.item, "setting": setting_label(), "tool": "sr-dist",
                             "budget_s": budget, "n": n, "truth": f.truth}
     extra: dict[str, Any] = {"n_vars": f.n_vars, "depth": f.depth, "display": f.display}
@@ -431,12 +446,12 @@ def markdown(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def list_formulas(seed: int, indices: Sequence[int]) -> str:
+def list_formulas(seed: int, indices: Sequence[int], family: str = DEFAULT_FAMILY) -> str:
     """The drawn formulas as a table, without running anything."""
     lines = ["| formula | vars | depth | rejected before | ranges | truth |",
              "|---|---:|---:|---:|---|---|"]
     for i in indices:
-        f = draw_formula(seed, i)
+        f = draw_formula(seed, i, family)
         ranges = ", ".join(f"x{j}∈[{lo:g},{hi:g}]" for j, (lo, hi) in enumerate(f.ranges))
         lines.append(f"| {f.item} | {f.n_vars} | {f.depth} | {len(f.rejected)} | {ranges} | "
                      f"`{f.display}` |")
@@ -448,6 +463,9 @@ def list_formulas(seed: int, indices: Sequence[int]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=DEVELOPMENT_SEEDS[0])
+    ap.add_argument("--family", choices=FAMILIES, default=DEFAULT_FAMILY,
+                    help="srbench: random trees (default); nonlinear: laws with nonlinear "
+                         "parameters inside functions (bench/nonlinear_family.py)")
     ap.add_argument("--count", type=int, default=50, help="formulas 0..count-1")
     ap.add_argument("--indices", type=int, nargs="+", default=None,
                     help="only these formula indices (instead of --count)")
@@ -469,7 +487,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         seed, index, budget, n, agents = args.worker
         print("\n" + json.dumps(Outcome.from_json(
-            worker(int(seed), int(index), float(budget), int(n), int(agents))).to_json()),
+            worker(int(seed), int(index), float(budget), int(n), int(agents),
+                   family=args.family)).to_json()),
             flush=True)
         return 0
     indices = list(args.indices) if args.indices is not None else list(range(args.count))
@@ -477,28 +496,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seed {args.seed} is held out (>= {HELD_OUT_FROM}): use it to judge, never to "
               "tune", file=sys.stderr)
     if args.list:
-        print(list_formulas(args.seed, indices))
+        print(list_formulas(args.seed, indices, args.family))
         return 0
-    path = args.json or ROOT / "bench" / f"synthetic_seed{args.seed}.json"
+    stem = "synthetic" if args.family == DEFAULT_FAMILY else f"synthetic_{args.family}"
+    path = args.json or ROOT / "bench" / f"{stem}_seed{args.seed}.json"
     outcomes, runs = load_outcomes(path)
     runs.append({"command": " ".join([Path(sys.executable).name, *sys.argv]),
                  "started": datetime.now().isoformat(), "seed": args.seed})
     limit = 1.5 * args.budget + args.grace
     mine: list[Outcome] = []
     for i in indices:
-        key = (f"seed{args.seed}#{i}", setting_label(), "sr-dist", float(args.budget), args.n)
+        prefix = "" if args.family == DEFAULT_FAMILY else f"{args.family}-"
+        key = (f"{prefix}seed{args.seed}#{i}", setting_label(), "sr-dist", float(args.budget),
+               args.n)
         done = [o for o in outcomes if o.key() == key]
         if done:
             mine.append(done[0])
             print(f"{key[0]:12s} already in {path.name}: skipped", flush=True)
             continue
         started = time.time()
-        got, why = run_worker([str(Path(__file__).resolve()), "--worker", str(args.seed), str(i),
-                               str(args.budget), str(args.n), str(args.agents)], limit)
+        got, why = run_worker([str(Path(__file__).resolve()), "--family", args.family,
+                               "--worker", str(args.seed), str(i), str(args.budget), str(args.n),
+                               str(args.agents)], limit)
         o = Outcome.from_json(got) if got is not None else Outcome(
             item=key[0], setting=key[1], tool="sr-dist", budget_s=args.budget, n=args.n,
             status="timeout" if why.startswith("killed") else "failed", error=why,
-            truth=draw_formula(args.seed, i).truth, wall_s=time.time() - started)
+            truth=draw_formula(args.seed, i, args.family).truth, wall_s=time.time() - started)
         outcomes.append(o)
         mine.append(o)
         save_outcomes(path, outcomes, runs)
