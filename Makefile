@@ -9,11 +9,16 @@ UV     := $(VENV)/bin/uv
 # It compiles the bytecode at install as pip does: where PYTHONDONTWRITEBYTECODE is set, every
 # process would otherwise compile Ray and JAX from source again. It does not read pip's
 # configuration, so the machine's find-links (local wheels, such as the CPU build of torch that
-# the test extras cap at) are passed on. Where uv cannot be installed, pip does it all.
+# the test extras cap at) and index URL are passed on. Where uv cannot be installed, or its
+# install fails, pip does it.
 FIND_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
-UV_PIP     := $(UV) pip install --python $(PY) -q --compile-bytecode $(foreach d,$(FIND_LINKS),--find-links $(d))
-# Installs $(1) with uv if the venv has it, else with pip.
-install_into_venv = if [ -x $(UV) ]; then $(UV_PIP) $(1); else $(PIP) install $(1); fi
+INDEX_URL  := $(or $(PIP_INDEX_URL),$(shell $(PYTHON) -m pip config get global.index-url 2>/dev/null))
+UV_PIP     := $(UV) pip install --python $(PY) -q --compile-bytecode \
+              $(foreach d,$(FIND_LINKS),--find-links $(d)) $(if $(INDEX_URL),--index-url $(INDEX_URL))
+# Installs $(1) with uv if the venv has it (pip if uv fails), else with pip.
+install_into_venv = if [ -x $(UV) ] && $(UV_PIP) $(1); then :; else \
+	  { [ ! -x $(UV) ] || echo "make: uv could not install the packages; installing them with pip" >&2; }; \
+	  $(PIP) install $(1); fi
 # Test files run in this many pytest-xdist workers, each file whole in one worker (its module
 # fixtures, its clusters); 1 runs the suite in one process. Two fill a 2-core machine: a
 # sequential suite keeps it 65% busy (waiting on Ray's start-up and on subprocesses), and four
