@@ -9,8 +9,9 @@ pandas nor DuckDB, which the query helpers bring (about half a second of every p
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sr_dist.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from sr_dist.results.dedup import SeenIds
@@ -163,12 +164,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'sr_dist.results' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOME, __all__)

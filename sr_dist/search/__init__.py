@@ -10,8 +10,9 @@ resume, the model factory).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sr_dist.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from sr_dist.search.run import BestFormula, RunSummary, SearchError, run_search
@@ -38,8 +39,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'sr_dist.search' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOME, __all__)
