@@ -146,6 +146,12 @@ def render(e: Expr, exact: bool) -> str:
     return f"{e.op}({render(e.args[0], exact)})"
 
 
+def item_name(seed: int, index: int, family: str = DEFAULT_FAMILY) -> str:
+    """A formula's name in tables and result files: ``seed1#3``, ``nonlinear-seed1#3``."""
+    prefix = "" if family == DEFAULT_FAMILY else f"{family}-"
+    return f"{prefix}seed{seed}#{index}"
+
+
 @dataclass(frozen=True)
 class SyntheticFormula:
     """One accepted draw: its truth, variables, sampling ranges, and how it was drawn."""
@@ -181,8 +187,7 @@ class SyntheticFormula:
 
     @property
     def item(self) -> str:
-        prefix = "" if self.family == DEFAULT_FAMILY else f"{self.family}-"
-        return f"{prefix}seed{self.seed}#{self.index}"
+        return item_name(self.seed, self.index, self.family)
 
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """``n`` rows uniform in the ranges and the noise-free target (float64)."""
@@ -506,9 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     limit = 1.5 * args.budget + args.grace
     mine: list[Outcome] = []
     for i in indices:
-        prefix = "" if args.family == DEFAULT_FAMILY else f"{args.family}-"
-        key = (f"{prefix}seed{args.seed}#{i}", setting_label(), "sr-dist", float(args.budget),
-               args.n)
+        key = (item_name(args.seed, i, args.family), setting_label(), "sr-dist",
+               float(args.budget), args.n)
         done = [o for o in outcomes if o.key() == key]
         if done:
             mine.append(done[0])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bench.nonlinear_family import FAMILY, MAX_VARS, SKELETONS, draw_nonlinear
-from bench.synthetic import degeneracy, draw_formula, main
+from bench.synthetic import degeneracy, draw_formula, item_name, main
 from sr_dist.formula import parse_formula
 
 DRAWS = 40
@@ -57,6 +57,7 @@ def test_synthetic_draws_the_family_by_name_and_refuses_an_unknown_one(
         drawn: list, capsys: pytest.CaptureFixture[str]) -> None:
     assert draw_formula(1, 3, "nonlinear").truth == drawn[3][1].truth
     assert draw_formula(1, 3).family == "srbench" and draw_formula(1, 3).item == "seed1#3"
+    assert item_name(1, 3, "nonlinear") == drawn[3][1].item == "nonlinear-seed1#3"
     with pytest.raises(ValueError, match="unknown family 'noisy'"):
         draw_formula(1, 3, "noisy")
     assert main(["--family", "nonlinear", "--list", "--seed", "1", "--indices", "0", "3"]) == 0
