@@ -38,9 +38,12 @@ def _make_run(root: Path) -> VizRun:
 
 
 @pytest.fixture(scope="session")
-def viz_run(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> VizRun:
+def viz_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> VizRun:
+    """The run, made on the session's Ray cluster by the one worker that makes it (a worker that
+    reads another's run starts no cluster for it)."""
     session = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if session is None:  # one process: its own session folder
+        request.getfixturevalue("ray_cluster")
         return _make_run(tmp_path_factory.mktemp("viz") / "results")
     shared = tmp_path_factory.getbasetemp().parent / f"viz-{session}"  # all workers' parent
     shared.mkdir(exist_ok=True)
@@ -50,6 +53,7 @@ def viz_run(ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> VizR
             kept = json.loads(record.read_text())
             return VizRun(path=Path(kept["path"]), run_id=kept["run_id"],
                           best_val_nmse=float(kept["best_val_nmse"]))
+        request.getfixturevalue("ray_cluster")
         run = _make_run(shared / "results")
         record.write_text(json.dumps({"path": str(run.path), "run_id": run.run_id,
                                       "best_val_nmse": run.best_val_nmse}))
