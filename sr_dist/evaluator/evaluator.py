@@ -16,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -40,6 +40,7 @@ from sr_dist.evaluator.program import (
 )
 from sr_dist.evaluator.refine import needs_refit, refit_float64, split_sse
 from sr_dist.evaluator.results import FitResult, Status, failed, nmse
+from sr_dist.evaluator.starts import StartError, check_starts, start_vector
 from sr_dist.formula import Formula, FormulaError, parse_formula
 
 if TYPE_CHECKING:  # typing only: JAX is imported when an Evaluator is built
@@ -181,13 +182,20 @@ class EvaluatorOptions:
     #: refine.py says why). At most ``refine_per_call`` per ``fit_many`` call, best first.
     refine_float64: bool = True
     refine_per_call: int = 8
+    #: A formula given a start (``fit_many(..., starts=)``: an offspring inheriting its
+    #: parent's constants) gets a local search instead of the multi-start fit: restart 0 from
+    #: the start, ``local_restarts - 1`` of the usual random restarts beside it, and at most
+    #: ``local_iters`` LM passes (starts.py says why). ``method="lm"`` only.
+    local_restarts: int = 1
+    local_iters: int = 10
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
                 self.polish_iters, self.subsample, self.ftol,
                 self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
                 self.chunk_rows, self.layout, self.const_buckets, self.loss, self.huber_delta,
-                self.metrics, self.refine_float64, self.refine_per_call)
+                self.metrics, self.refine_float64, self.refine_per_call, self.local_restarts,
+                self.local_iters)
 
 
 def _validate(opts: EvaluatorOptions) -> None:
@@ -195,6 +203,8 @@ def _validate(opts: EvaluatorOptions) -> None:
         raise ValueError("restarts must be >= 1")
     if opts.max_iters < 1:
         raise ValueError("max_iters must be >= 1")
+    if opts.local_restarts < 1 or opts.local_iters < 1:
+        raise ValueError("local_restarts and local_iters must be >= 1")
     if opts.polish_iters < 0:
         raise ValueError("polish_iters must be >= 0")
     if opts.subsample < 64:
@@ -306,6 +316,8 @@ class _Stats:
     fit_s: float = 0.0
     submitted: int = 0
     refined: int = 0
+    #: Fits that were local searches from a given start (a subset of ``fits``).
+    local_fits: int = 0
     buckets: dict[str, int] = field(default_factory=dict)
 
 
@@ -318,6 +330,8 @@ class _Job:
     k: int
     complexity: int
     bucket: Bucket
+    #: The given start in canonical order (a local search), or None (the multi-start fit).
+    start: tuple[float, ...] | None = None
 
 
 _T = TypeVar("_T")
@@ -371,6 +385,8 @@ class _Entry(NamedTuple):
     metrics: _Metrics
     fit_s: float
     iterations: int
+    #: Fitted by a local search from a given start (a later request without a start refits it).
+    local: bool = False
 
 
 class _HostFit(NamedTuple):
@@ -389,6 +405,7 @@ class _Launched(NamedTuple):
 
     jobs: list[_Job]
     bucket: Bucket
+    local: bool
     pending: Any  # kernels.FitOutput of device arrays
 
 
@@ -550,11 +567,21 @@ class Evaluator:
         return placed
 
     # ------------------------------------------------------------------ public API
-    def fit_many(self, formulas: Iterable[str | Formula]) -> list[FitResult]:
-        """Fit every formula's free constants on the train split; one result per input."""
+    def fit_many(self, formulas: Iterable[str | Formula],
+                 starts: Sequence[Mapping[str, float] | None] | None = None) -> list[FitResult]:
+        """Fit every formula's free constants on the train split; one result per input.
+
+        ``starts`` (optional, one entry per formula): a mapping of the formula's constant names
+        to starting values, or ``None``. A formula with a start gets a local search from it
+        (``local_restarts``, ``local_iters``) instead of the multi-start fit; constants the
+        start does not name start at 1. A structure already fitted is served from the cache
+        either way, except that a request without a start refits one that was only searched
+        locally. ``ValueError`` for a ``starts`` list of the wrong length; a start that does
+        not suit its formula makes that formula ``invalid``."""
         items = list(formulas)
+        given = check_starts(starts, len(items))
         with self._lock:
-            return self._fit_many(items)
+            return self._fit_many(items, given)
 
     def fit(self, formula: str | Formula) -> FitResult:
         """Fit one formula (a batch of one)."""
@@ -567,6 +594,7 @@ class Evaluator:
             "compiles": s.compiles,
             "compile_s": round(s.compile_s, 4),
             "fits": s.fits,
+            "local_fits": s.local_fits,
             "cache_hits": s.cache_hits,
             "submitted": s.submitted,
             "invalid": s.invalid,
@@ -631,13 +659,15 @@ class Evaluator:
     def _bucket_for(self, prog: Program) -> Bucket:
         return bucket_for(prog, self.options.const_buckets)
 
-    def _fit_many(self, items: list[Any]) -> list[FitResult]:
+    def _fit_many(self, items: list[Any],
+                  starts: Sequence[Mapping[str, Any] | None]) -> list[FitResult]:
         stats = self._stats
         stats.submitted += len(items)
         fit_key = self.options.fit_key()
         results: list[FitResult | None] = [None] * len(items)
         parsed: list[Formula | None] = [None] * len(items)
         jobs: dict[str, _Job] = {}
+        local_ok = self.options.method == "lm"
         for i, item in enumerate(items):
             text = item.text if isinstance(item, Formula) else (
                 item if isinstance(item, str) else repr(item))
@@ -651,9 +681,24 @@ class Evaluator:
                 results[i] = failed(text, "error", f"{type(exc).__name__}: {exc}")
                 stats.errors += 1
                 continue
+            start: tuple[float, ...] | None = None
+            given = starts[i]
+            if given is not None and local_ok:
+                try:
+                    start = tuple(start_vector(given, f.constants, f.canonical_constants))
+                except StartError as exc:
+                    results[i] = failed(text, "invalid", str(exc), f.canonical, f.complexity)
+                    stats.invalid += 1
+                    continue
             parsed[i] = f
             ckey = _CacheKey(self.dataset.content_hash, f.canonical, fit_key)
-            if ckey in self._cache or f.canonical in jobs:
+            known = self._cache.get(ckey)
+            if known is not None and (start is not None or not known.local):
+                continue
+            pending = jobs.get(f.canonical)
+            if pending is not None:
+                if pending.start is not None and start is None:  # a full fit serves both
+                    jobs[f.canonical] = replace(pending, start=None)
                 continue
             try:
                 consts = [f"c{j}" for j in range(len(f.canonical_constants))]
@@ -675,7 +720,8 @@ class Evaluator:
                 stats.errors += 1
                 parsed[i] = None
                 continue
-            jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity, bucket)
+            jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity,
+                                     bucket, start)
 
         fresh = self._run_jobs(list(jobs.values()))
         self._refine(fresh, {f.canonical: f for f in parsed if f is not None and f.canonical in jobs})
@@ -732,7 +778,8 @@ class Evaluator:
                 sse, bad = split_sse(tree, self.feature_names, c, splits)
             except Exception:  # noqa: BLE001 - a failed refit keeps the batched fit
                 continue
-            better = self._entry(c, sse, bad, entry.fit_s, entry.iterations)
+            better = self._entry(c, sse, bad, entry.fit_s, entry.iterations)._replace(
+                local=entry.local)
             old, new = entry.metrics.train_nmse, better.metrics.train_nmse
             if better.status == "ok" and new is not None and old is not None and new < old:
                 fresh[canon] = better
@@ -755,7 +802,7 @@ class Evaluator:
             train_nmse=m.train_nmse, val_nmse=m.val_nmse, test_nmse=m.test_nmse, r2=m.r2,
             fit_s=entry.fit_s, cached=cached, iterations=entry.iterations,
             train_loss=m.train_loss, val_loss=m.val_loss, metrics=dict(m.extra),
-            rank_by=self.options.rank_by)
+            rank_by=self.options.rank_by, local=entry.local)
 
     def _run_jobs(self, jobs: list[_Job]) -> dict[str, _Entry]:
         """Fit unique structures bucket by bucket; returns canonical -> cache entry.
@@ -764,18 +811,21 @@ class Evaluator:
         the host packs the next batch while the device runs the previous one. (Executions on
         one JAX CPU device run one at a time, so this overlaps host work, not two batches.)
         """
-        groups: dict[Bucket, list[_Job]] = {}
+        groups: dict[tuple[Bucket, bool], list[_Job]] = {}
         for job in jobs:
-            groups.setdefault(job.bucket, []).append(job)
+            # A constant-free structure has nothing to search: it joins the full fits.
+            local = job.start is not None and job.bucket.n_consts > 0
+            groups.setdefault((job.bucket, local), []).append(job)
         out: dict[str, _Entry] = {}
         cap = self.options.batch_size
         launched: list[_Launched] = []
         t0 = time.perf_counter()
-        for bucket, group in groups.items():
+        for (bucket, local), group in groups.items():
             for start in range(0, len(group), cap):
                 batch = group[start:start + cap]
                 try:
-                    launched.append(_Launched(batch, bucket, self._launch(batch, bucket)))
+                    launched.append(_Launched(batch, bucket, local,
+                                              self._launch(batch, bucket, local)))
                 except Exception as exc:  # noqa: BLE001 - report, never raise out of fit_many
                     self._fail(out, batch, exc)
         for item in launched:
@@ -787,7 +837,7 @@ class Evaluator:
             except Exception as exc:  # noqa: BLE001
                 self._fail(out, item.jobs, exc)
                 continue
-            out.update(self._collect(item.jobs, item.bucket, host))
+            out.update(self._collect(item.jobs, item.bucket, host, item.local))
         elapsed = time.perf_counter() - t0 - self._pending_compile_s
         self._pending_compile_s = 0.0
         fitted = sum(len(item.jobs) for item in launched)
@@ -807,8 +857,9 @@ class Evaluator:
         for job in batch:
             out[job.canonical] = _Entry("error", msg, (), _NO_METRICS, 0.0, 0)
 
-    def _launch(self, batch: list[_Job], bucket: Bucket) -> Any:
-        """Pack a batch, get its bucket's executable and dispatch it (returns device arrays)."""
+    def _launch(self, batch: list[_Job], bucket: Bucket, local: bool = False) -> Any:
+        """Pack a batch, get its bucket's executable and dispatch it (returns device arrays).
+        ``local``: every job has a start; restart 0 begins there (a local search)."""
         from sr_dist.evaluator import kernels as _k
         from sr_dist.evaluator.interpreter import Layout
         from sr_dist.evaluator.kernels import FitKey
@@ -823,17 +874,22 @@ class Evaluator:
             n_instr=sc.n_instr, capacity=cap,
             linear=(opts.variable_projection and opts.method == "lm"
                     and self._loss.name in QUADRATIC_LOSSES))
-        restarts = 1 if opts.method == "llmsr" else opts.restarts  # llmsr: all ones only
+        if local:
+            restarts = opts.local_restarts
+        else:
+            restarts = 1 if opts.method == "llmsr" else opts.restarts  # llmsr: all ones only
         init = np.zeros((cap, restarts, kb), dtype=self._np_dtype)
         for i, job in enumerate(batch):
             if kb:
                 full = np.ones((restarts, kb))
                 full[:, :job.k] = initial_constants(job.canonical, opts.seed, restarts,
                                                      job.k, opts.init_spread)
+                if local and job.start is not None:
+                    full[0, :job.k] = job.start
                 init[i] = full
         layout = Layout(f, kb, sc.n_lits, sc.n_temps)
-        lm = LMOptions(max_iters=opts.max_iters, ftol=opts.ftol, xtol=opts.xtol,
-                       patience=opts.patience)
+        lm = LMOptions(max_iters=opts.local_iters if local else opts.max_iters, ftol=opts.ftol,
+                       xtol=opts.xtol, patience=opts.patience)
         key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
                      opts.dtype, opts.method, self._loss)
         put = self._put
@@ -848,17 +904,20 @@ class Evaluator:
         return exe(*args)
 
     def _collect(self, batch: list[_Job], bucket: Bucket,
-                 host: _HostFit) -> dict[str, _Entry]:
+                 host: _HostFit, local: bool = False) -> dict[str, _Entry]:
         st = self._stats
         st.batches += 1
         st.batch_formulas += len(batch)
         st.fits += len(batch)
+        if local:
+            st.local_fits += len(batch)
         st.buckets[bucket.name] = st.buckets.get(bucket.name, 0) + 1
         out: dict[str, _Entry] = {}
         for i, job in enumerate(batch):
-            out[job.canonical] = self._entry(host.consts[i, :job.k], host.split_sse[i],
-                                             host.split_bad[i], 0.0, int(host.iters[i]),
-                                             host.split_loss[i])
+            entry = self._entry(host.consts[i, :job.k], host.split_sse[i],
+                                host.split_bad[i], 0.0, int(host.iters[i]),
+                                host.split_loss[i])
+            out[job.canonical] = entry._replace(local=local)
         return out
 
     def _entry(self, cvec: np.ndarray, sse: np.ndarray, bad: np.ndarray, fit_s: float,

@@ -25,6 +25,8 @@ class FitResult:
       (``invalid``/``error``, or an empty split).
     - ``fit_s``: this formula's share of its batch's wall time (compile time excluded).
     - ``cached``: served from the result cache (``fit_s`` is then the original fit's).
+    - ``local``: fitted by a local search from a start the caller gave (``fit_many``'s
+      ``starts``), not by the multi-start fit.
     - ``dimensionally_consistent`` / ``units_mismatch``: the dimensional check, filled by the
       formula tools when the dataset has units (``None`` otherwise; the evaluator leaves them).
     - ``origin``: where the formula came from, as its proposer said (``evaluate_formulas``'
@@ -58,6 +60,7 @@ class FitResult:
     #: The metric candidates rank by (``EvaluatorOptions.rank_by``; ``val_nmse`` by default).
     rank_by: str = "val_nmse"
     origin: str | None = None
+    local: bool = False
 
     @property
     def ok(self) -> bool:
@@ -76,6 +79,7 @@ class FitResult:
             "units_mismatch": self.units_mismatch,
             "train_loss": self.train_loss, "val_loss": self.val_loss,
             "metrics": dict(self.metrics), "rank_by": self.rank_by, "origin": self.origin,
+            "local": self.local,
         }
 
 

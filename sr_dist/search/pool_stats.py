@@ -19,7 +19,7 @@ from sr_dist.search.latency import LatencyHistogram
 __all__ = ["merge_replica_stats", "replica_row", "stats_for_record"]
 
 #: Evaluator counters that add up across replicas.
-_SUMMED = ("compiles", "compile_s", "fits", "cache_hits", "submitted", "invalid", "errors",
+_SUMMED = ("compiles", "compile_s", "fits", "local_fits", "cache_hits", "submitted", "invalid", "errors",
            "nonfinite", "refined", "batches", "fit_s", "evaluations", "cache_entries", "queue_depth",
            "busy_s", "failed_batches", "search_fits", "fits_per_s", "recent_formulas_per_s")
 _BATCHING_SUMMED = ("requests", "formulas", "batches", "batched_formulas", "mixed_agent_batches",
