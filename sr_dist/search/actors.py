@@ -151,9 +151,11 @@ class EvaluatorActor:
             log.warning("evaluator replica %d restarted (instance %s); resuming service",
                         self._replica, self._instance)
 
-    async def fit_many(self, expressions: list[str], agent_id: int = 0) -> list[Any]:
-        """One ``FitResult`` per expression, batched with the other agents' requests."""
-        return await self._service.fit_many(expressions, agent_id)
+    async def fit_many(self, expressions: list[str], agent_id: int = 0,
+                       starts: list[Any] | None = None) -> list[Any]:
+        """One ``FitResult`` per expression, batched with the other agents' requests;
+        ``starts``: one start (constant values for a local search, or None) per expression."""
+        return await self._service.fit_many(expressions, agent_id, starts)
 
     async def warmup(self) -> dict[str, Any]:
         """Compile the small-program buckets up to 8 constants before the agents start."""

@@ -17,7 +17,10 @@ A request may be split over several batches (with ``max_batch=1`` every formula 
 batch, which is how batching is switched off); it completes when all of its formulas have
 results.
 
-Within a batch, identical expression strings are sent to the evaluator once. Formulas that are
+A formula may come with a start (constant values an offspring inherited, for a local search:
+``Evaluator.fit_many``'s ``starts``). Within a batch, identical expression strings are sent to the
+evaluator once; if one copy has no start, the batch asks for the full fit, which serves every
+copy (the first copy's start is kept otherwise). Formulas that are
 the same up to constant names or term order (the same *canonical* key) are left to the
 evaluator, which fits each canonical structure once and maps constants back to each caller's
 names; the batcher only counts them (``cross_agent_duplicates``) for the stats.
@@ -46,6 +49,7 @@ class _Item:
     agent_id: int
     expression: str
     enqueued_at: float
+    start: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +61,9 @@ class Batch:
     expressions: tuple[str, ...]
     slots: tuple[tuple[int, int, int], ...]
     agents: frozenset[int]
+    #: One start per expression (a mapping of constant values, or None), or empty when no
+    #: formula of the batch has one.
+    starts: tuple[Any, ...] = ()
 
     @property
     def mixed(self) -> bool:
@@ -157,18 +164,23 @@ class MicroBatcher(Generic[R]):
 
     # -- requests -----------------------------------------------------------------------------
 
-    def submit(self, agent_id: int, expressions: Sequence[str], now: float) -> tuple[int, Completion[R] | None]:
+    def submit(self, agent_id: int, expressions: Sequence[str], now: float,
+               starts: Sequence[Any] | None = None) -> tuple[int, Completion[R] | None]:
         """Queue a request that arrived at ``now``; returns its ticket, and its completion at
-        once if it is empty. Queue waits are measured from ``now``."""
+        once if it is empty. Queue waits are measured from ``now``. ``starts``: one start (or
+        None) per expression, or None for none."""
         ticket = self._next_ticket
         self._next_ticket += 1
         self._requests += 1
         texts = [str(e) for e in expressions]
+        if starts is not None and len(starts) != len(texts):
+            raise ValueError(f"starts has {len(starts)} entries for {len(texts)} formulas")
         if not texts:
             return ticket, Completion(ticket, agent_id, ())
         self._pending[ticket] = _Pending(agent_id, len(texts))
         for position, text in enumerate(texts):
-            self._queue.append(_Item(ticket, position, agent_id, text, now))
+            start = starts[position] if starts is not None else None
+            self._queue.append(_Item(ticket, position, agent_id, text, now, start))
         self._queued_by_agent[agent_id] += len(texts)
         self._formulas += len(texts)
         self._max_depth = max(self._max_depth, len(self._queue))
@@ -226,6 +238,7 @@ class MicroBatcher(Generic[R]):
             return None
         cap = self._limit(limit)
         unique: dict[str, int] = {}
+        starts: list[Any] = []
         slots: list[tuple[int, int, int]] = []
         agents: set[int] = set()
         keys_by_agent: dict[str, set[int]] = {}
@@ -236,8 +249,11 @@ class MicroBatcher(Generic[R]):
                 if len(unique) >= cap:
                     break
                 slot = unique[item.expression] = len(unique)
+                starts.append(item.start)
             else:
                 self._duplicates += 1
+                if item.start is None:  # the full fit serves the copies with a start too
+                    starts[slot] = None
             self._forget(self._queue.popleft())
             self._waits.record(now - item.enqueued_at)
             slots.append((item.ticket, item.position, slot))
@@ -246,7 +262,8 @@ class MicroBatcher(Generic[R]):
             if owners and item.agent_id not in owners:
                 self._cross_duplicates += 1
             owners.add(item.agent_id)
-        batch = Batch(self._next_batch, tuple(unique), tuple(slots), frozenset(agents))
+        batch = Batch(self._next_batch, tuple(unique), tuple(slots), frozenset(agents),
+                      tuple(starts) if any(s is not None for s in starts) else ())
         self._next_batch += 1
         self._batches += 1
         self._batched += len(batch.expressions)

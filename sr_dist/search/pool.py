@@ -133,11 +133,16 @@ class EvaluatorPool:
             self._failures.pop(replica, None)
             self._down_until.pop(replica, None)
 
-    def fit_many(self, expressions: Sequence[str], agent_id: int = 0) -> list[Any]:
-        """One ``FitResult`` per expression, in order (resent as the module docstring says)."""
+    def fit_many(self, expressions: Sequence[str], agent_id: int = 0,
+                 starts: Sequence[Any] | None = None) -> list[Any]:
+        """One ``FitResult`` per expression, in order (resent as the module docstring says).
+        ``starts``: one start (constant values for a local search, or None) per expression,
+        routed with its formula."""
         from ray.exceptions import RayActorError
 
         texts = [str(e) for e in expressions]
+        if starts is not None and len(starts) != len(texts):
+            raise ValueError(f"starts has {len(starts)} entries for {len(texts)} formulas")
         keys = self.keys(texts)
         results: list[Any] = [None] * len(texts)
         todo = list(range(len(texts)))
@@ -151,8 +156,10 @@ class EvaluatorPool:
             calls = []
             for replica, positions in groups.items():
                 share = [todo[p] for p in positions]
-                ref = self._handles[replica].fit_many.remote([texts[i] for i in share],
-                                                             int(agent_id))
+                method = self._handles[replica].fit_many
+                part = [texts[i] for i in share]
+                ref = (method.remote(part, int(agent_id)) if starts is None
+                       else method.remote(part, int(agent_id), [starts[i] for i in share]))
                 self.sent[replica] += len(share)
                 calls.append((replica, share, ref))
             failed: list[int] = []
@@ -199,6 +206,6 @@ class EvaluatorClient:
         self._agent_id = int(agent_id)
         self._slots = threading.BoundedSemaphore(max_in_flight)
 
-    def fit_many(self, expressions: list[str]) -> list[Any]:
+    def fit_many(self, expressions: list[str], starts: Sequence[Any] | None = None) -> list[Any]:
         with self._slots:
-            return self._pool.fit_many(expressions, self._agent_id)
+            return self._pool.fit_many(expressions, self._agent_id, starts)

@@ -36,7 +36,8 @@ __all__ = [
 class FitsMany(Protocol):
     """What the service needs from ``sr_dist.evaluator.Evaluator``."""
 
-    def fit_many(self, formulas: list[str]) -> list[Any]: ...
+    def fit_many(self, formulas: list[str],
+                 starts: Sequence[Any] | None = None) -> list[Any]: ...
 
     def stats(self) -> dict[str, Any]: ...
 
@@ -176,8 +177,10 @@ class BatchingEvaluator:
 
     # -- requests -----------------------------------------------------------------------------
 
-    async def fit_many(self, expressions: Sequence[str], agent_id: int = 0) -> list[Any]:
+    async def fit_many(self, expressions: Sequence[str], agent_id: int = 0,
+                       starts: Sequence[Any] | None = None) -> list[Any]:
         """Fit ``expressions`` (batched with other callers'); one result per expression.
+        ``starts``: one start (constant values for a local search, or None) per expression.
 
         With ``max_queue`` or ``max_queue_s`` set, a request that would overfill the queue
         waits to be admitted until batches have made room (a request is never split or
@@ -189,7 +192,7 @@ class BatchingEvaluator:
         arrived = self._clock()
         texts = list(expressions)
         await self._wait_for_room(len(texts), arrived)
-        ticket, done = self._batcher.submit(agent_id, texts, self._clock())
+        ticket, done = self._batcher.submit(agent_id, texts, self._clock(), starts)
         if done is not None:
             return list(done.results)
         future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
@@ -366,7 +369,11 @@ class BatchingEvaluator:
     async def _run(self, batch: Batch) -> None:
         start = self._clock()
         try:
-            results = await asyncio.to_thread(self._evaluator.fit_many, list(batch.expressions))
+            if batch.starts:
+                results = await asyncio.to_thread(self._evaluator.fit_many,
+                                                  list(batch.expressions), list(batch.starts))
+            else:
+                results = await asyncio.to_thread(self._evaluator.fit_many, list(batch.expressions))
             completions = self._batcher.complete(batch, results)
         except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the service
             self._failed_batches += 1

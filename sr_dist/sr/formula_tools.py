@@ -283,15 +283,16 @@ class FormulaTool(BaseTool[EpisodeContext]):
         fits, _ = self._fit([formula_text(e) for e in expressions])
         return fits
 
-    def _fit(self, expressions: list[str],
-             origins: Sequence[str] | None = None) -> tuple[list[Any], tuple[Candidate, ...]]:
+    def _fit(self, expressions: list[str], origins: Sequence[str] | None = None,
+             starts: Sequence[Mapping[str, float] | None] | None = None,
+             ) -> tuple[list[Any], tuple[Candidate, ...]]:
         """Fit, record (archive and recorder) and return the fits and their candidates.
 
         Under :meth:`EpisodeState.fitting`: the loop may stop waiting for this call at its
         deadline, and the episode's row count waits for the fits it still records."""
         with self.context.episode.fitting():
             try:
-                fits = evaluate_expressions(self.context, expressions)
+                fits = evaluate_expressions(self.context, expressions, starts)
             except Exception as exc:  # the evaluator is down or broken: a tool failure, not a bad formula
                 raise EvaluatorFailure(
                     f"the evaluator could not fit the batch ({type(exc).__name__}: {exc}); "
@@ -321,7 +322,8 @@ class FormulaTool(BaseTool[EpisodeContext]):
 class EvaluateFormulas(FormulaTool):
     metadata = ToolMetadata(name="evaluate_formulas", idempotent=True, max_result_chars=12000)
 
-    def execute(self, expressions: list[str], origins: list[str] | None = None) -> dict[str, Any]:
+    def execute(self, expressions: list[str], origins: list[str] | None = None,
+                starts: list[dict[str, float] | None] | None = None) -> dict[str, Any]:
         """Fit the free constants of each formula on the training data and score it.
 
         Formulas use the dataset's variables, numbers, + - * / ** (or ^), parentheses, the
@@ -338,6 +340,10 @@ class EvaluateFormulas(FormulaTool):
             origins: Optional, one short label per formula saying where it came from (e.g.
                 "hypothesis: damped oscillation" or "from fit_power_law"); kept with each
                 candidate in the results table, never used in fitting.
+            starts: Optional, one object per formula (or null) giving starting values for
+                some of its constants, e.g. {"a": 1.3, "b": 0.2} from an earlier fit of a
+                related formula: that formula then gets a quick local fit from there instead of
+                a fit from scratch. Constants not named start at 1.
         """
         limit = self.context.limits.max_expressions_per_call
         if not expressions:
@@ -349,9 +355,12 @@ class EvaluateFormulas(FormulaTool):
                 "Send the most promising ones, or split them over several calls.",
             }
         problem = check_origins(origins, len(expressions))
+        if problem is None and starts is not None and len(starts) != len(expressions):
+            problem = (f"starts has {len(starts)} entries for {len(expressions)} formulas: give "
+                       "one per formula (null where a formula has none), or leave it out")
         if problem is not None:
             return {"success": False, "reason": problem}
-        _, candidates = self._fit([str(e) for e in expressions], origins)
+        _, candidates = self._fit([str(e) for e in expressions], origins, starts)
         records = [c.record() for c in candidates]
         best = best_of(candidates)
         return {"results": records, "best": best.brief() if best is not None else None}

@@ -142,8 +142,12 @@ def formula_text(expression: object) -> str:
     raise TypeError(f"a formula must be text, a ParsedFormula or a Formula, got {type(expression).__name__}")
 
 
-def evaluate_expressions(context: object, expressions: Iterable[object]) -> list[Any]:
+def evaluate_expressions(context: object, expressions: Iterable[object],
+                         starts: Sequence[Mapping[str, float] | None] | None = None) -> list[Any]:
     """Fit each formula's free constants with the context's ``evaluator``; one result per formula.
+
+    ``starts`` (one mapping of constant values or ``None`` per formula) asks for local searches
+    from those values; it is passed on only when given, so evaluators without it still serve.
 
     The evaluator (``fit_many(list[str])``, possibly async: the in-process
     :class:`~sr_dist.evaluator.Evaluator` or an actor adapter) fits on the training split and
@@ -158,7 +162,7 @@ def evaluate_expressions(context: object, expressions: Iterable[object]) -> list
             "BaseTool.evaluate needs an evaluator in the tool context: pass one under 'evaluator' "
             "(an object with fit_many(list[str]), e.g. sr_dist.evaluator.Evaluator(dataset))"
         )
-    fits = fit_many(texts)
+    fits = fit_many(texts) if starts is None else fit_many(texts, list(starts))
     if inspect.isawaitable(fits):
         fits = run_coroutine_blocking(fits)
     results = list(fits)

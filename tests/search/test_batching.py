@@ -166,3 +166,25 @@ def test_batch_goes_once_every_expected_agent_is_queued() -> None:
     batcher.cancel(batcher.submit(1, ["late"], 1.0)[0])
     solo = batcher.take(1.0)
     assert solo is not None and solo.expressions == ("c",)
+
+
+def test_starts_travel_with_their_formulas_and_a_full_fit_wins_a_duplicate() -> None:
+    b: MicroBatcher[str] = MicroBatcher(max_batch=8, max_wait_s=0.0)
+    b.submit(0, ["x", "x*y", "y"], 0.0, starts=[{"c0": 1.5}, None, {"c0": 2.0}])
+    b.submit(1, ["y", "z"], 0.0, starts=[None, {"c1": 3.0}])
+    batch = b.take(0.0)
+    assert batch is not None
+    assert batch.expressions == ("x", "x*y", "y", "z")
+    # "y" came with a start from agent 0 and without one from agent 1: the full fit serves both.
+    assert batch.starts == ({"c0": 1.5}, None, None, {"c1": 3.0})
+    done = b.complete(batch, ["rx", "rxy", "ry", "rz"])
+    assert sorted((d.agent_id, d.results) for d in done) == [(0, ("rx", "rxy", "ry")), (1, ("ry", "rz"))]
+
+
+def test_a_batch_without_starts_has_none_and_a_short_starts_list_is_refused() -> None:
+    b: MicroBatcher[str] = MicroBatcher(max_batch=8, max_wait_s=0.0)
+    b.submit(0, ["x", "y"], 0.0, starts=[None, None])
+    batch = b.take(0.0)
+    assert batch is not None and batch.starts == ()
+    with pytest.raises(ValueError, match="starts has 1 entries for 2 formulas"):
+        b.submit(0, ["x", "y"], 0.0, starts=[None])

@@ -61,7 +61,8 @@ class StandIn:
     def peaks(self) -> dict[int, int]:
         return dict(self.peak)
 
-    def fit_many(self, expressions: list[str], agent_id: int) -> list[tuple[int, str]]:
+    def fit_many(self, expressions: list[str], agent_id: int,
+                 starts: list[Any] | None = None) -> list[tuple[Any, ...]]:
         if self.dying:
             os._exit(1)  # the process goes while the caller waits on this call
         with self.cond:
@@ -74,6 +75,8 @@ class StandIn:
         time.sleep(0.02)
         with self.cond:
             self.running[agent_id] -= 1
+        if starts is not None:
+            return [(self.index, e, start) for e, start in zip(expressions, starts, strict=True)]
         return [(self.index, e) for e in expressions]
 
 
@@ -135,6 +138,17 @@ def test_results_come_back_in_order_from_each_keys_owner(pair: list[Any]) -> Non
                          2 * owners.count(1) + owners[::4].count(1)]
     assert pool.resends == 0
     assert pool.fit_many([], 0) == []
+
+
+def test_starts_are_routed_with_their_formulas(pair: list[Any]) -> None:
+    owners = _owners(2)
+    starts = [{"c0": float(i)} if i % 3 else None for i in range(len(TEXTS))]
+    pool = EvaluatorPool(pair, VARIABLES)
+    assert pool.fit_many(TEXTS, 2, starts) == list(zip(owners, TEXTS, starts, strict=True))
+    assert pool.client(2).fit_many(TEXTS[:2], starts[:2]) == list(
+        zip(owners[:2], TEXTS[:2], starts[:2], strict=True))
+    with pytest.raises(ValueError, match="starts has 1 entries"):
+        pool.fit_many(TEXTS[:2], 2, starts[:1])
 
 
 def test_a_killed_replicas_keys_go_to_the_survivor_and_come_back(ray_cluster: None) -> None:

@@ -364,3 +364,18 @@ def test_memo_key_remembers_the_latest_texts_up_to_its_size() -> None:
     assert seen == ["a", "b", "c", "b"]  # "a" stayed (used recently), "b" was dropped for "c"
     with pytest.raises(ValueError, match="at least 1"):
         memo_key(key, size=0)
+
+
+def test_starts_reach_the_evaluator_and_come_back_local(evaluator: Evaluator) -> None:
+    evaluator.clear_cache()
+    service = _service(evaluator, max_batch=64, max_wait_s=0.5)
+
+    async def scenario() -> tuple[list[Any], list[Any]]:
+        return tuple(await asyncio.gather(  # type: ignore[return-value]
+            service.fit_many(["a*q*Ef + b", "k*q*v"], 0, [{"a": 1.0, "b": 0.0}, None]),
+            service.fit_many(["m*q*B*v*sin(theta)"], 1, [{"m": 0.9}]),
+        ))
+
+    first, second = asyncio.run(scenario())
+    assert [r.local for r in first] == [True, False] and second[0].local
+    assert second[0].status == "ok" and set(second[0].constants) == {"m"}

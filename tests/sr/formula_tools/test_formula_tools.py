@@ -270,3 +270,34 @@ def test_origins_that_do_not_match_the_formulas_are_refused(
     assert recorder.batches == [] and len(ctx.archive) == 0
     wrong_type = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0"], "origins": [3]}))
     assert not wrong_type.ok and "argument 'origins[0]'" in wrong_type.result_str
+
+
+def test_starts_give_a_local_fit_from_the_values_a_model_sends(agent_dataset: Dataset,
+                                                               agent_evaluator: Evaluator) -> None:
+    agent_evaluator.clear_cache()
+    catalog, ctx, recorder = make(agent_dataset, agent_evaluator)
+    full = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["a*x0 + b*x1"]}))
+    assert full.ok, full.result_str
+    fitted = full.result["results"][0]["constants"]
+    agent_evaluator.clear_cache()
+    result = catalog.invoke(ToolCall("evaluate_formulas", {
+        "expressions": ["a*x0 + b*x1", "k*x0*x1", "x0 + q"],
+        "starts": [fitted, None, {"zz": 1.0}]}))
+    assert result.ok, result.result_str
+    fits = recorder.batches[-1].fits
+    assert [f.local for f in fits] == [True, False, False]
+    assert fits[0].constants == pytest.approx(fitted, rel=1e-4)
+    assert fits[2].status == "invalid" and "zz" in (fits[2].error or "")
+    assert "zz" in result.result_str  # the model reads why
+
+
+def test_starts_that_do_not_match_the_formulas_are_refused(agent_dataset: Dataset,
+                                                           agent_evaluator: Evaluator) -> None:
+    catalog, ctx, recorder = make(agent_dataset, agent_evaluator)
+    short = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0", "c*x1"],
+                                                          "starts": [None]}))
+    assert not short.ok and "starts has 1 entries for 2 formulas" in short.result_str
+    wrong = catalog.invoke(ToolCall("evaluate_formulas", {"expressions": ["c*x0"],
+                                                          "starts": [{"c": "one"}]}))
+    assert not wrong.ok and "argument 'starts[0].c'" in wrong.result_str
+    assert recorder.batches == [] and len(ctx.archive) == 0
