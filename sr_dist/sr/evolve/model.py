@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
@@ -35,7 +37,7 @@ from sr_dist.sr.evolve.library.config import LibraryConfig, library_config
 from sr_dist.sr.evolve.library.sample import Sample, sample_from_info
 from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.library.sources.pi_groups import units_from_info
-from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, read_history
+from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, HistoryReader
 from sr_dist.sr.evolve.search import EvolveConfig, Proposal, propose
 
 __all__ = ["EvolveModel", "build_evolve"]
@@ -59,9 +61,15 @@ def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str] | N
     return frozenset(names)
 
 
+#: Conversations whose history readers a model keeps (one per agent it serves; the oldest
+#: unused one is dropped beyond this).
+READERS_KEPT = 64
+
+
 class EvolveModel:
     """The offline proposer; see the module docstring. Thread-compatible, not shared-mutable:
-    the only instance state besides configuration is a memo of seed libraries."""
+    the only instance state besides configuration is a memo of seed libraries and one
+    incremental history reader per conversation (a memo too: a fresh model proposes the same)."""
 
     name = "evolve"
     tool_mode = "native"
@@ -90,6 +98,8 @@ class EvolveModel:
         except (TypeError, ValueError) as exc:
             raise ModelConfigError(f"invalid evolve library options: {exc}") from exc
         self._libraries: dict[str, tuple[Seed, ...]] = {}
+        self._readers: OrderedDict[int, tuple[list[Any], HistoryReader]] = OrderedDict()
+        self._readers_lock = threading.Lock()
 
     # ------------------------------------------------------------------ protocol
 
@@ -98,7 +108,7 @@ class EvolveModel:
         available = _tool_names(tools)
         if available is not None and EVALUATE_TOOL not in available:
             raise ModelError(f"evolve needs the {EVALUATE_TOOL!r} tool; offered: {sorted(available)}", kind="config")
-        history = read_history(context.tool_history, variables)
+        history = self._reader(context.tool_history, variables).read(context.tool_history)
         sample = sample_from_info(context.info, variables)
         rng = np.random.default_rng([self._seed(context), history.calls])
         can_submit = available is None or SUBMIT_TOOL in available
@@ -119,6 +129,20 @@ class EvolveModel:
         if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
             raise ModelError("evolve needs the dataset's variable names in context.info['variables']", kind="config")
         return tuple(names)
+
+    def _reader(self, tool_history: list[Any], variables: tuple[str, ...]) -> HistoryReader:
+        """The incremental reader of this conversation's history (keyed by the list itself,
+        which the entry keeps alive so its id is not reused)."""
+        with self._readers_lock:
+            kept = self._readers.get(id(tool_history))
+            if kept is not None and kept[0] is tool_history and kept[1].names == variables:
+                self._readers.move_to_end(id(tool_history))
+                return kept[1]
+            reader = HistoryReader(variables, with_constants=self.config.inherit_constants)
+            self._readers[id(tool_history)] = (tool_history, reader)
+            while len(self._readers) > READERS_KEPT:
+                self._readers.popitem(last=False)
+            return reader
 
     def _seed(self, context: Context) -> int:
         if self.seed is not None:
@@ -149,7 +173,10 @@ class EvolveModel:
         if proposal.expressions:
             text = (f"Generation {history.generations}: proposing {len(proposal.expressions)} candidates"
                     + (f"; best so far {history.best.expression} (NMSE {history.best.nmse:.3g})." if history.best else "."))
-            arguments = {"expressions": list(proposal.expressions), "origins": list(proposal.origins)}
+            arguments: dict[str, Any] = {"expressions": list(proposal.expressions),
+                                         "origins": list(proposal.origins)}
+            if proposal.starts:
+                arguments["starts"] = list(proposal.starts)
             return self._calls(EVALUATE_TOOL, arguments, call_id, text)
         return ModelResponse(text="The search has nothing new to propose.", finish_reason="stop")
 

@@ -18,6 +18,7 @@ import numpy as np
 from sr_dist.candidate import pareto_front as front_of
 from sr_dist.candidate import record_fitness
 from sr_dist.formula import Formula, FormulaError, Node, parse_formula
+from sr_dist.sr.evolve.tree import with_constant_values
 
 __all__ = [
     "EVALUATE_TOOL",
@@ -26,6 +27,7 @@ __all__ = [
     "Individual",
     "History",
     "read_history",
+    "HistoryReader",
     "parse_cached",
     "score",
     "pareto_front",
@@ -117,28 +119,81 @@ def _verdict(record: Mapping[str, Any]) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[str]) -> History:
-    """Rebuild the search state from ``(ToolCall, ToolCallResult)`` pairs; tolerant of junk."""
-    names = tuple(variables)
-    individuals: list[Individual] = []
-    seen: set[str] = set()
-    best = math.inf
-    best_by_generation: list[float] = []
-    submitted: list[str] = []
-    summary: Mapping[str, Any] | None = None
-    calls = 0
-    for call, result in tool_history:
-        calls += 1
+def _fitted_constants(record: Mapping[str, Any]) -> dict[str, float]:
+    values = record.get("constants")
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in values.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))}
+
+
+def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[str],
+                 with_constants: bool = False) -> History:
+    """Rebuild the search state from ``(ToolCall, ToolCallResult)`` pairs; tolerant of junk.
+
+    ``with_constants``: each individual's tree carries its fitted constant values
+    (:func:`~sr_dist.sr.evolve.tree.with_constant_values`), for offspring to inherit."""
+    return HistoryReader(variables, with_constants).read(list(tool_history))
+
+
+class HistoryReader:
+    """:func:`read_history`, incrementally: a conversation's ``tool_history`` only grows
+    between turns, so each :meth:`read` processes the pairs added since the last one instead
+    of the whole history (which made a long run's turns cost more and more). A history that is
+    not an extension of the last one read (another conversation, a trimmed or rebuilt list) is
+    read from the start. Either way the :class:`History` equals ``read_history``'s.
+    Not thread-safe: one reader per conversation."""
+
+    def __init__(self, variables: Sequence[str], with_constants: bool = False) -> None:
+        self.names = tuple(variables)
+        self.with_constants = with_constants
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pairs: list[tuple[Any, Any]] = []
+        self._unique: dict[str, Individual] = {}
+        self._seen: set[str] = set()
+        self._best = math.inf
+        self._best_by_generation: list[float] = []
+        self._submitted: list[str] = []
+        self._summary: Mapping[str, Any] | None = None
+
+    def _extends(self, pairs: Sequence[tuple[Any, Any]]) -> bool:
+        done = self._pairs
+        if len(pairs) < len(done):
+            return False
+        # The same objects at the ends of what was read (pairs are never copied in place).
+        return not done or (pairs[0] is done[0] and pairs[len(done) - 1] is done[-1])
+
+    def read(self, tool_history: Sequence[tuple[Any, Any]]) -> History:
+        if not self._extends(tool_history):
+            self._reset()
+        for pair in tool_history[len(self._pairs):]:
+            self._pairs.append(pair)
+            self._take(pair)
+        return History(
+            individuals=tuple(self._unique.values()),
+            seen=frozenset(self._seen),
+            generations=len(self._best_by_generation),
+            best_by_generation=tuple(self._best_by_generation),
+            calls=len(self._pairs),
+            submitted=tuple(self._submitted),
+            summary=self._summary,
+        )
+
+    def _take(self, pair: tuple[Any, Any]) -> None:
+        call, result = pair
+        names, seen = self.names, self._seen
         name = getattr(call, "name", None)
         arguments = getattr(call, "arguments", None) or {}
         payload = getattr(result, "result", None)
         if name == SUMMARY_TOOL and getattr(result, "ok", False) and isinstance(payload, Mapping):
-            summary = payload
+            self._summary = payload
         if name == SUBMIT_TOOL:
-            submitted.append(str(arguments.get("expression", "")))
+            self._submitted.append(str(arguments.get("expression", "")))
         if name != EVALUATE_TOOL:
-            continue
-        generation = len(best_by_generation)
+            return
+        generation = len(self._best_by_generation)
         proposed = arguments.get("expressions") if isinstance(arguments, Mapping) else None
         for text in proposed if isinstance(proposed, list) else []:
             if isinstance(text, str):
@@ -158,32 +213,21 @@ def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[st
             parsed = parse_cached(expression, names)
             if parsed is None or not math.isfinite(nmse):
                 continue
-            individuals.append(
-                Individual(
-                    expression=expression,
-                    canonical=canonical if isinstance(canonical, str) else parsed.canonical,
-                    tree=parsed.tree,
-                    nmse=nmse,
-                    complexity=parsed.complexity,
-                    generation=generation,
-                    consistent=_verdict(record),
-                )
+            key = canonical if isinstance(canonical, str) else parsed.canonical
+            self._best = min(self._best, nmse)
+            if key in self._unique:  # one individual per canonical form (the first one fitted)
+                continue
+            self._unique[key] = Individual(
+                expression=expression,
+                canonical=key,
+                tree=(with_constant_values(parsed.tree, _fitted_constants(record))
+                      if self.with_constants else parsed.tree),
+                nmse=nmse,
+                complexity=parsed.complexity,
+                generation=generation,
+                consistent=_verdict(record),
             )
-            best = min(best, nmse)
-        best_by_generation.append(best)
-    # One individual per canonical form (the first one fitted).
-    unique: dict[str, Individual] = {}
-    for ind in individuals:
-        unique.setdefault(ind.canonical, ind)
-    return History(
-        individuals=tuple(unique.values()),
-        seen=frozenset(seen),
-        generations=len(best_by_generation),
-        best_by_generation=tuple(best_by_generation),
-        calls=calls,
-        submitted=tuple(submitted),
-        summary=summary,
-    )
+        self._best_by_generation.append(self._best)
 
 
 def score(ind: Individual, parsimony: float) -> float:

@@ -23,9 +23,17 @@ from sr_dist.formula import Node
 from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, constant_reductions, random_tree, within_limits
 from sr_dist.sr.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
-from sr_dist.sr.evolve.tree import constant_prefix, count_constants, has_var, render, size, tidy
+from sr_dist.sr.evolve.tree import (
+    constant_prefix,
+    constant_values,
+    count_constants,
+    has_var,
+    render,
+    size,
+    tidy,
+)
 
-__all__ = ["EvolveConfig", "Proposal", "SearchConfig", "propose", "grammar_for"]
+__all__ = ["EvolveConfig", "INHERITED_SHARE", "Proposal", "SearchConfig", "grammar_for", "inherited_start", "propose"]
 
 _POLISH_OPERATORS = ("drop_term", "constant_subtree", "delete_node")
 #: Limits for library seeds (the search's own are ``EvolveConfig.max_size`` and
@@ -61,6 +69,10 @@ class EvolveConfig:
     max_constants: int = 8
     #: Proposal attempts per batch slot before giving up on filling the batch.
     attempts_per_slot: int = 40
+    #: Lamarckian local search: offspring carry their parents' fitted constants and ask the
+    #: evaluator for a local search from them (``evaluate_formulas``' ``starts``) instead of a
+    #: multi-start fit; library seeds, fresh trees and reductions still get the full fit.
+    inherit_constants: bool = False
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -80,6 +92,9 @@ class Proposal:
     reason: str = ""
     #: Where each expression came from, in order (see the module docstring).
     origins: tuple[str, ...] = ()
+    #: One start per expression (inherited constant values by rendered name, or None for a
+    #: full fit); empty when no expression has one.
+    starts: tuple[dict[str, float] | None, ...] = ()
 
 
 #: The earlier name of :class:`EvolveConfig` (``sr_dist.conf.schema.SearchConfig`` is the run's
@@ -102,16 +117,20 @@ class _Batch:
         self.keys: set[str] = set()
         self.texts: list[str] = []
         self.origins: list[str] = []
+        self.starts: list[dict[str, float] | None] = []
 
     def key(self, tree: Node) -> tuple[str, str] | None:
         text = render(tree, self.prefix)
         parsed = parse_cached(text, self.variables)
         return None if parsed is None else (text, parsed.canonical)
 
-    def offer(self, tree: Node | None, origin: str, seed: bool = False) -> bool:
+    def offer(self, tree: Node | None, origin: str, seed: bool = False,
+              inherit: bool = False) -> bool:
         """Add ``tree`` if it is new and within the limits: the grammar's for what the search
         breeds; for a library seed, whose shape the data chose (a nine-term quadratic form, a
-        five-monomial polynomial), :data:`SEED_MAX_SIZE` and :data:`SEED_MAX_CONSTANTS`."""
+        five-monomial polynomial), :data:`SEED_MAX_SIZE` and :data:`SEED_MAX_CONSTANTS`.
+        ``inherit``: ask for a local search from the constants ``tree`` carries
+        (:func:`inherited_start`)."""
         if tree is None:
             return False
         if seed:
@@ -125,7 +144,24 @@ class _Batch:
         self.keys.add(key[1])
         self.texts.append(key[0])
         self.origins.append(origin)
+        self.starts.append(inherited_start(tree, self.prefix) if inherit else None)
         return True
+
+
+#: An offspring asks for a local search only when at least this share of its constants carry a
+#: parent's value: with fewer, the start is mostly ones and the multi-start fit serves it better.
+INHERITED_SHARE = 0.5
+
+
+def inherited_start(tree: Node, prefix: str) -> dict[str, float] | None:
+    """The constant values ``tree`` inherited, by the names :func:`render` gives them
+    (``{prefix}0, ...``), or None when it has no constant or too few carry a value
+    (:data:`INHERITED_SHARE`)."""
+    carried = constant_values(tree)
+    known = {f"{prefix}{i}": v for i, v in enumerate(carried) if v is not None}
+    if not carried or len(known) < INHERITED_SHARE * len(carried):
+        return None
+    return known
 
 
 def _submission(history: History, config: EvolveConfig) -> Proposal | None:
@@ -208,12 +244,13 @@ def propose(
             parents = (first.tree, second.tree)
         operator, _, arity = OPERATORS[op_name]
         batch.offer(operator(parents[:arity] if arity <= len(parents) else parents, rng, grammar),
-                    f"gp/{op_name}")
+                    f"gp/{op_name}", inherit=config.inherit_constants)
 
     if not batch.texts and can_submit:
         best = history.best
         if best is not None and best.expression not in history.submitted:
             return Proposal(submit=min(individuals, key=lambda i: (score(i, config.parsimony), i.canonical)),
                             reason="no new candidates left to propose")
+    starts = tuple(batch.starts) if any(s is not None for s in batch.starts) else ()
     return Proposal(expressions=tuple(batch.texts), reason=f"generation {history.generations}",
-                    origins=tuple(batch.origins))
+                    origins=tuple(batch.origins), starts=starts)

@@ -9,7 +9,7 @@ the same text.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -34,6 +34,8 @@ __all__ = [
     "tidy",
     "render",
     "name_constants",
+    "with_constant_values",
+    "constant_values",
     "values",
     "constant_prefix",
     "product",
@@ -333,6 +335,28 @@ def name_constants(node: Node, prefix: str = "c") -> Node:
         return Node(n.op, tuple(go(a) for a in n.args), n.value, n.name)
 
     return go(node)
+
+
+def with_constant_values(node: Node, fitted: Mapping[str, float]) -> Node:
+    """``node`` with each named constant carrying its fitted value (``Node.value``), so the
+    value travels with the constant through crossover and mutation (Lamarckian inheritance);
+    :func:`render` and the canonical form ignore it. Names ``fitted`` lacks stay valueless."""
+
+    def go(n: Node) -> Node:
+        if n.op == "const":
+            value = fitted.get(n.name or "")
+            return n if value is None else Node("const", value=float(value), name=n.name)
+        if not n.args:
+            return n
+        return Node(n.op, tuple(go(a) for a in n.args), n.value, n.name)
+
+    return go(node)
+
+
+def constant_values(node: Node) -> list[float | None]:
+    """The values the constants carry (:func:`with_constant_values`), in reading order (the
+    order in which :func:`render` names them); ``None`` for a constant with none."""
+    return [n.value for _, n in walk(node) if n.op == "const"]
 
 
 def values(node: Node, names: Sequence[str], X: np.ndarray, constants: Sequence[float] = ()) -> np.ndarray:

@@ -68,7 +68,7 @@ def step(model: Any, context: Context, evaluator: Evaluator) -> ModelResponse:
         name = call["function"]["name"]
         args = json.loads(call["function"]["arguments"])
         if name == "evaluate_formulas":
-            fits = evaluator.fit_many(args["expressions"])
+            fits = evaluator.fit_many(args["expressions"], starts=args.get("starts"))
             result = ToolCallResult(True, {"results": [tool_record(f) for f in fits]}, "", {"tool": name})
         else:
             result = ToolCallResult(True, {"submitted": args.get("expression")}, "submitted", {"tool": name})

@@ -1,0 +1,125 @@
+"""Lamarckian inheritance (``EvolveConfig.inherit_constants``) and the incremental history
+reader: constants travel with their trees, offspring ask for local searches, and reading a
+history turn by turn gives the state a full read gives."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sr_dist.conversation import Context
+from sr_dist.data import load_dataset
+from sr_dist.evaluator import Evaluator
+from sr_dist.formula import parse_formula
+from sr_dist.sr.evolve.model import EvolveModel
+from sr_dist.sr.evolve.population import HistoryReader, read_history
+from sr_dist.sr.evolve.search import INHERITED_SHARE, inherited_start
+from sr_dist.sr.evolve.tree import (
+    binary,
+    const,
+    constant_values,
+    name_constants,
+    render,
+    var,
+    with_constant_values,
+)
+
+from .conftest import NAMES, TOOLS, info_for, step
+
+
+def test_constant_values_follow_the_order_render_names_them() -> None:
+    tree = binary("add", binary("mul", const(), binary("pow", var("x0"), const())),
+                  binary("div", const(), binary("add", var("x1"), const())))
+    named = name_constants(tree)
+    carried = with_constant_values(named, {"c0": 0.5, "c2": 2.5, "c3": 3.5})
+    assert constant_values(carried) == [0.5, None, 2.5, 3.5]
+    assert render(carried) == render(tree)  # values never change the text
+    assert inherited_start(carried, "c") == {"c0": 0.5, "c2": 2.5, "c3": 3.5}
+    assert inherited_start(with_constant_values(named, {"c1": 1.0}), "c") is None  # 1 of 4 < share
+    assert INHERITED_SHARE == 0.5
+    assert inherited_start(var("x0"), "c") is None
+
+
+def _history(datasets, evaluators, inherit: bool, turns: int) -> Context:
+    context = Context(info=info_for(datasets["sum"], sample=False))
+    model = EvolveModel(batch_size=16, seed=4, inherit_constants=inherit)
+    for _ in range(turns):
+        step(model, context, evaluators["sum"])
+    return context
+
+
+@pytest.mark.parametrize("inherit", [False, True])
+def test_reading_turn_by_turn_equals_reading_the_whole_history(datasets, evaluators,
+                                                               inherit: bool) -> None:
+    pairs = _history(datasets, evaluators, inherit, 5).tool_history
+    reader = HistoryReader(NAMES, with_constants=inherit)
+    for end in range(1, len(pairs) + 1):
+        assert reader.read(pairs[:end]) == read_history(pairs[:end], NAMES, with_constants=inherit)
+    # Another conversation (not an extension of the last one read) is read from its start.
+    other = copy.deepcopy(pairs[:2])
+    assert reader.read(other) == read_history(other, NAMES, with_constants=inherit)
+
+
+def test_offspring_ask_for_local_searches_from_their_parents_constants(datasets, evaluators) -> None:
+    context = _history(datasets, evaluators, True, 4)
+    asked = 0
+    for call, result in context.tool_history:
+        starts = call.arguments.get("starts")
+        if starts is None:
+            continue
+        assert len(starts) == len(call.arguments["expressions"])
+        for text, origin, start, record in zip(call.arguments["expressions"], call.arguments["origins"],
+                                               starts, result.result["results"], strict=True):
+            if start is None:
+                continue
+            asked += 1
+            assert origin.startswith("gp/") and origin != "gp/fresh"
+            assert set(start) <= set(parse_formula(text, NAMES).constants)
+            assert record["status"] in ("ok", "nonfinite")
+    assert asked > 0
+    # Off (the default), no call carries starts: the arguments are what they always were.
+    plain = _history(datasets, evaluators, False, 4)
+    assert all("starts" not in call.arguments for call, _ in plain.tool_history)
+    response = EvolveModel(batch_size=16, seed=4).call(copy.deepcopy(plain), TOOLS)
+    assert "starts" not in json.loads(response.tool_calls[0]["function"]["arguments"])
+
+
+# A generated family for the search alone (no data sample, so no library shape fits):
+# a*x_i*f(x_j) + b*x_k**2 with f in sin, cos, exp(-.), variables and constants drawn per seed.
+_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sin": np.sin, "cos": np.cos, "exp": lambda v: np.exp(-v)}
+
+
+def _law(seed: int) -> Callable[[np.ndarray], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    i, j, k = rng.permutation(3)
+    fn = _FUNCTIONS[("sin", "cos", "exp")[seed % 3]]
+    a, b = np.round(rng.uniform(0.5, 3.0, 2), 2)
+    return lambda X: a * X[:, i] * fn(X[:, j]) + b * X[:, k] ** 2
+
+
+def test_inheritance_hit_count_over_a_generated_family(tmp_path: Path) -> None:
+    """Seeds 0-3 of the family, 40 generations of 32 at most: with inheritance the search
+    found 3 of 4 exactly (without it 0 of 4; over seeds 0-7, 5 of 8 against 2 of 8)."""
+    hits = 0
+    for seed in range(4):
+        X = np.random.default_rng(100 + seed).uniform(1.0, 3.0, (200, 3))
+        path = tmp_path / f"law{seed}.csv"
+        np.savetxt(path, np.column_stack([X, _law(seed)(X)]), delimiter=",",
+                   header="x0,x1,x2,y", comments="", fmt="%.17g")
+        dataset = load_dataset(f"csv:{path}", seed=0)
+        evaluator = Evaluator(dataset, restarts=4, max_iters=30)
+        context = Context(info=info_for(dataset, sample=False))
+        model = EvolveModel(batch_size=32, seed=0, inherit_constants=True)
+        for _ in range(40):
+            step(model, context, evaluator)
+            fits = [r for _, res in context.tool_history for r in res.result.get("results", [])]
+            if min((r["val_nmse"] for r in fits if r["status"] == "ok"), default=1.0) < 1e-10:
+                hits += 1
+                break
+    assert hits >= 2, hits
