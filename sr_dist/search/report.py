@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import pyarrow as pa
@@ -139,8 +140,30 @@ def pool_lines(ev: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any) -> None:
-    """The end-of-run report: tallies, agents, the Pareto front, the best formula, the query."""
+@dataclass(frozen=True)
+class FrontReport:
+    """The report's Pareto front, read and simplified (the slow part of the report: sympy),
+    so it can be made while Ray shuts down (:func:`front_report`)."""
+
+    rows: list[dict[str, Any]]
+    forms: dict[str, Simplified]
+    error: str | None = None
+
+
+def front_report(path: Any, run_id: str, dataset: Any, front_fn: Any) -> FrontReport:
+    """Read run ``run_id``'s Pareto front with ``front_fn`` and simplify it; never raises."""
+    try:
+        rows = front_fn(path, run_id=run_id).to_pylist()
+    except Exception as exc:  # noqa: BLE001
+        return FrontReport([], {}, f"(could not read the Pareto front: {exc})")
+    rows, forms = _with_simplified(rows, dataset)
+    return FrontReport(rows, forms)
+
+
+def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any,
+                 front: FrontReport | None = None) -> None:
+    """The end-of-run report: tallies, agents, the Pareto front, the best formula, the query.
+    ``front``: the front already read (:func:`front_report`), else ``front_fn`` reads it."""
     lines = ["", f"sr-dist: run {summary.run_id} {summary.status} ({summary.stop_reason}) after "
              f"{summary.wall_s:.1f} s: {summary.candidates:,} candidates"]
     if summary.resumed:
@@ -170,13 +193,12 @@ def print_report(out: TextIO, summary: Any, dataset: Any, front_fn: Any) -> None
     restarts = int(ev.get("restarts", 0) or 0) if ev else 0
     if restarts:
         lines.append(f"evaluator restarts: {restarts} (in-flight fits were resent)")
-    if front_fn is not None:
-        try:
-            rows = front_fn(summary.results_path, run_id=summary.run_id).to_pylist()
-        except Exception as exc:  # noqa: BLE001
-            rows = []
-            lines.append(f"(could not read the Pareto front: {exc})")
-        rows, forms = _with_simplified(rows, dataset)
+    if front is None and front_fn is not None:
+        front = front_report(summary.results_path, summary.run_id, dataset, front_fn)
+    if front is not None:
+        rows, forms = front.rows, front.forms
+        if front.error:
+            lines.append(front.error)
         lines += ["", "Pareto front (complexity vs validation NMSE):", format_pareto(rows)]
         lines += parsimony_lines(rows, summary.best, dataset, forms)
     else:

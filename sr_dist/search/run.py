@@ -29,7 +29,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -55,7 +56,7 @@ from sr_dist.search.ray_setup import (
     init_ray,
     keep_cluster,
 )
-from sr_dist.search.report import best_candidate, print_report
+from sr_dist.search.report import FrontReport, best_candidate, front_report, print_report
 from sr_dist.search.resume import ResumeState, load_resume, resolve_settings, resumed_record
 from sr_dist.search.settings import Settings, SettingsError
 
@@ -231,9 +232,11 @@ def prepare(cfg: Any, *, base_dir: str | os.PathLike[str] | None = None,
 
 
 def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True,
-          keep: bool = False) -> Driven:
+          keep: bool = False, before_shutdown: Callable[[str, int], None] | None = None) -> Driven:
     """Run the search on Ray; the final ``runs`` row is written whatever happens. ``keep``:
-    leave a local cluster this call started running for the process's next run."""
+    leave a local cluster this call started running for the process's next run.
+    ``before_shutdown(run_id, candidates)``: called once the final row is written, before Ray
+    is shut down (``run_search`` starts the report's slow part there, beside the shutdown)."""
     import ray  # imported once RAY_AUTH_MODE is decided (init_ray sets it first)
 
     from sr_dist.search.driver import Driver, Interrupts
@@ -297,6 +300,9 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True,
                     signal=interrupts.name).with_evaluator_stats(stats_for_record(run.eval_stats))
                 ballast.release()  # the final row fits even on a disk the rows filled
                 write_run(path, final)
+                if before_shutdown is not None:
+                    with contextlib.suppress(Exception):
+                        before_shutdown(run.run_id, count)
             finally:
                 ballast.release()
                 if started_cluster and not keep:
@@ -364,9 +370,22 @@ def run_search(
     """
     prepared = prepare(cfg, base_dir=base_dir, run_id=run_id, dataset=dataset)
     out = stream if stream is not None else sys.stdout
-    driven = drive(prepared, out, handle_signals=handle_signals, keep=keep_cluster)
-    summary = finalize(prepared, driven)
-    if driven.error is not None:
-        raise SearchError(f"run {driven.run_id} failed: {driven.error} (its runs row says so)")
-    print_report(out, summary, prepared.dataset, pareto_front if summary.candidates else None)
+    # The report's front (read back, simplified with sympy: about a second) is made in a
+    # thread while Ray shuts down, which is mostly waiting for processes to end.
+    pending: list[Future[FrontReport]] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sr-dist-report") as pool:
+
+        def start_report(run: str, candidates: int) -> None:
+            if candidates:
+                pending.append(pool.submit(front_report, prepared.path, run, prepared.dataset,
+                                           pareto_front))
+
+        driven = drive(prepared, out, handle_signals=handle_signals, keep=keep_cluster,
+                       before_shutdown=start_report)
+        summary = finalize(prepared, driven)
+        if driven.error is not None:
+            raise SearchError(f"run {driven.run_id} failed: {driven.error} (its runs row says so)")
+        front = pending[0].result() if pending else None
+    print_report(out, summary, prepared.dataset, pareto_front if summary.candidates else None,
+                 front=front)
     return summary
