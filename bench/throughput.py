@@ -14,8 +14,12 @@ run back from its Parquet results (DuckDB):
 * **overhead s**: the command's wall time beyond its budget (imports, Ray, the actors' start,
   the warm-up, the wrap-up and the report).
 
+``--variant NAME=OVERRIDES`` (repeatable) runs each configuration again with extra Hydra
+overrides (space-separated), e.g. ``--variant inherit=+model.inherit_constants=true``; the
+first variant, ``default`` unless named, is the baseline of the ``× default`` column (distinct
+ok/s against the same rows and replicas of the baseline variant, measured in the same process).
 pyoperon (``pyoperon.sklearn.SymbolicRegressor``, its defaults, 2 threads, the same training
-rows and budget) is the baseline measured in the same process: the ratio column is sr-dist's
+rows and budget) is measured in the same process too: the ``× pyoperon`` column is sr-dist's
 distinct ok/s over pyoperon's evaluations/s (``stats_['evaluation_count']``, which counts every
 individual it evaluated, refitted or not, so it is an upper bound on its distinct forms).
 
@@ -70,6 +74,7 @@ def write_csv(path: Path, X: np.ndarray, y: np.ndarray) -> None:
 class Run:
     """One measured ``sr-dist`` command."""
 
+    variant: str
     rows: int
     replicas: int
     attempt: int
@@ -119,12 +124,12 @@ def read_run(results: Path) -> dict[str, Any]:
             "distinct_ok": int(distinct_ok)}
 
 
-def summarize(rows: int, replicas: int, attempt: int, budget_s: float, wall_s: float,
-              run: dict[str, Any]) -> Run:
+def summarize(variant: str, rows: int, replicas: int, attempt: int, budget_s: float,
+              wall_s: float, run: dict[str, Any]) -> Run:
     """A :class:`Run` from the command's wall time and :func:`read_run`."""
     stats = run["stats"]
     warm = stats.get("warmup") or {}
-    return Run(rows=rows, replicas=replicas, attempt=attempt, budget_s=budget_s, wall_s=wall_s,
+    return Run(variant=variant, rows=rows, replicas=replicas, attempt=attempt, budget_s=budget_s, wall_s=wall_s,
                search_s=float(stats.get("search_s") or 0.0), candidates=run["candidates"],
                distinct_ok=run["distinct_ok"], busy_s=float(stats.get("busy_s") or 0.0),
                fits=int(stats.get("search_fits") or 0),
@@ -179,33 +184,58 @@ def render(runs: list[Run], peers: dict[int, Peer], budget: float, load: str) ->
     lines = [
         f"Default `sr-dist` runs of {budget:g} s on `{LAW}` + {NOISE:.0%} noise (4 variables); "
         f"attempt 1 is the first run of that shape on this machine, later attempts find the "
-        f"compilation cache warm. Load average before the runs: {load}. The × column is "
-        "distinct ok/s over pyoperon's evaluations/s on the same training rows and budget.",
+        f"compilation cache warm. Load average before the runs: {load}. `× default`: distinct "
+        "ok/s over the first variant's (median) at the same rows and replicas; `× pyoperon`: "
+        "over pyoperon's evaluations/s on the same training rows and budget.",
         "",
-        "| rows | replicas | attempt | wall s | search s | overhead s | candidates | "
+        "| variant | rows | replicas | attempt | wall s | search s | overhead s | candidates | "
         "distinct ok | distinct ok/s (search) | distinct ok/s (wall) | busy | fits/s busy | "
-        "compile s | × pyoperon |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "compile s | × default | × pyoperon |",
+        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    base_variant = runs[0].variant if runs else ""
+    base: dict[tuple[int, int], list[float]] = {}
+    for r in runs:
+        if r.variant == base_variant:
+            base.setdefault((r.rows, r.replicas), []).append(r.distinct_per_search_s)
     for r in runs:
         peer = peers.get(r.rows)
         ratio = f"{r.distinct_per_search_s / peer.per_s:.4f}" if peer and peer.per_s else "-"
+        ref = statistics.median(base.get((r.rows, r.replicas), [0.0]))
+        own = f"{r.distinct_per_search_s / ref:.2f}" if ref else "-"
         lines.append(
-            f"| {r.rows:,} | {r.replicas} | {r.attempt} | {r.wall_s:.1f} | {r.search_s:.1f} | "
+            f"| {r.variant} | {r.rows:,} | {r.replicas} | {r.attempt} | {r.wall_s:.1f} | {r.search_s:.1f} | "
             f"{r.overhead_s:.1f} | {r.candidates:,} | {r.distinct_ok:,} | "
             f"{r.distinct_per_search_s:.0f} | {r.distinct_per_wall_s:.0f} | {100 * r.busy_share:.0f}% | "
-            f"{r.fits_per_busy_s:.0f} | {r.compile_s:.1f} | {ratio} |")
+            f"{r.fits_per_busy_s:.0f} | {r.compile_s:.1f} | {own} | {ratio} |")
     if peers:
         lines += ["", "| rows | pyoperon s | evaluations | evaluations/s |", "|---:|---:|---:|---:|"]
         for rows, p in sorted(peers.items()):
             lines.append(f"| {rows:,} | {p.seconds:.1f} | {p.evaluations:,} | {p.per_s:,.0f} |")
-    warm = [r for r in runs if r.attempt > 1]
-    if warm:
-        over = [r.overhead_s for r in warm]
-        rates = [r.distinct_per_search_s for r in warm]
-        lines += ["", f"Warm runs: median overhead (wall - budget) {statistics.median(over):.1f} s, "
-                      f"median distinct ok/s {statistics.median(rates):.0f}."]
+    for variant in dict.fromkeys(r.variant for r in runs):
+        warm = [r for r in runs if r.attempt > 1 and r.variant == variant]
+        if warm:
+            over = [r.overhead_s for r in warm]
+            rates = [r.distinct_per_search_s for r in warm]
+            lines += ["", f"`{variant}`, runs after the first: median overhead (wall - budget) "
+                          f"{statistics.median(over):.1f} s, median distinct ok/s "
+                          f"{statistics.median(rates):.0f}."]
     return "\n".join(lines)
+
+
+def parse_variants(specs: list[str]) -> list[tuple[str, list[str]]]:
+    """``NAME=OVERRIDES`` strings as (name, overrides); ``default`` (no overrides) first unless
+    a variant is named ``default``."""
+    out: list[tuple[str, list[str]]] = []
+    for spec in specs:
+        name, sep, rest = spec.partition("=")
+        if not sep or not name.strip():
+            raise SystemExit(f"--variant {spec!r}: write NAME=OVERRIDES, e.g. "
+                             "inherit=+model.inherit_constants=true")
+        out.append((name.strip(), rest.split()))
+    if all(name != "default" for name, _ in out):
+        out.insert(0, ("default", []))
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -219,22 +249,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="also write the measured values here")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra Hydra override for every sr-dist run")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=OVERRIDES",
+                        help="a configuration to run too: a name, '=', space-separated overrides")
     args = parser.parse_args(argv)
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    variants = parse_variants(args.variant)
     runs: list[Run] = []
     peers: dict[int, Peer] = {}
     with tempfile.TemporaryDirectory(prefix="sr-dist-throughput-") as tmp:
         for n in args.rows:
             csv = Path(tmp) / f"noisy4_{n}.csv"
             write_csv(csv, *make_rows(n))
-            for replicas in args.replicas:
-                for attempt in range(1, args.repeat + 1):
-                    results = Path(tmp) / f"r{n}_{replicas}_{attempt}"
-                    wall = run_sr_dist(csv, results, args.budget, replicas, args.set)
-                    run = summarize(n, replicas, attempt, args.budget, wall, read_run(results))
-                    runs.append(run)
-                    print(f"rows {n} replicas {replicas} attempt {attempt}: {run.distinct_ok} distinct ok "
-                          f"in {run.search_s:.1f} s of search, wall {run.wall_s:.1f} s", flush=True)
+            for name, extra in variants:
+                for replicas in args.replicas:
+                    for attempt in range(1, args.repeat + 1):
+                        results = Path(tmp) / f"{name}_{n}_{replicas}_{attempt}"
+                        wall = run_sr_dist(csv, results, args.budget, replicas, args.set + extra)
+                        run = summarize(name, n, replicas, attempt, args.budget, wall,
+                                        read_run(results))
+                        runs.append(run)
+                        print(f"{name}: rows {n} replicas {replicas} attempt {attempt}: "
+                              f"{run.distinct_ok} distinct ok in {run.search_s:.1f} s of search, "
+                              f"wall {run.wall_s:.1f} s", flush=True)
             if args.peers == "pyoperon":
                 peer = run_pyoperon(csv, args.budget, n)
                 if peer is not None:
