@@ -482,6 +482,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None,
                     help="results file (default bench/synthetic_seed<SEED>.json); resumed")
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra sr-dist override for every run (e.g. "
+                         "+model.inherit_constants=true); give such runs their own --json")
     ap.add_argument("--list", action="store_true", help="print the drawn formulas and stop")
     ap.add_argument("--worker", nargs=5, metavar=("SEED", "INDEX", "BUDGET", "N", "AGENTS"),
                     help=argparse.SUPPRESS)
@@ -493,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed, index, budget, n, agents = args.worker
         print("\n" + json.dumps(Outcome.from_json(
             worker(int(seed), int(index), float(budget), int(n), int(agents),
-                   family=args.family)).to_json()),
+                   overrides=args.set, family=args.family)).to_json()),
             flush=True)
         return 0
     indices = list(args.indices) if args.indices is not None else list(range(args.count))
@@ -519,7 +522,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{key[0]:12s} already in {path.name}: skipped", flush=True)
             continue
         started = time.time()
-        got, why = run_worker([str(Path(__file__).resolve()), "--family", args.family,
+        sets = [part for value in args.set for part in ("--set", value)]
+        got, why = run_worker([str(Path(__file__).resolve()), "--family", args.family, *sets,
                                "--worker", str(args.seed), str(i), str(args.budget), str(args.n),
                                str(args.agents)], limit)
         o = Outcome.from_json(got) if got is not None else Outcome(
