@@ -491,7 +491,17 @@ class Driver:
             queue_depth=int(self.eval_stats.get("queue_depth", 0)),
             queue_p99_s=dict(self.eval_stats.get("queue_wait", {})).get("p99_s"),
             replicas=max(1, len(self.evaluators)),
+            busy_share=self.busy_share(now),
         )
+
+    def busy_share(self, now: float) -> float | None:
+        """The evaluator pool's busy seconds (from its last stats) over the replicas' seconds
+        since the search began; ``None`` before the search or any stats."""
+        busy = self.eval_stats.get("busy_s")
+        if self.search_started is None or not isinstance(busy, (int, float)):
+            return None
+        span = (now - self.search_started) * max(1, len(self.evaluators))
+        return float(busy) / span if span > 1.0 else None
 
     def search(self, reporter: ProgressReporter) -> str:
         """Poll until a stop rule fires; returns the stop reason."""

@@ -115,6 +115,9 @@ class ProgressSnapshot:
     #: The evaluator pool's queue wait, 99th percentile so far (``None``: nothing queued yet).
     queue_p99_s: float | None = None
     replicas: int = 1
+    #: The evaluator replicas' busy seconds over theirs since the search began (``None``:
+    #: not known yet): below 1, the evaluator waits for proposals.
+    busy_share: float | None = None
 
 
 def format_duration(seconds: float) -> str:
@@ -133,7 +136,8 @@ def _short(text: str | None, width: int) -> str:
 def format_progress(snap: ProgressSnapshot, width: int = 60) -> str:
     """``[00:42] 1,234 candidates | 85.2 fits/s | best val NMSE 3.1e-04 x*y | agents 2/2``,
     then the evaluator queue (``queue 12 p99 40 ms``) once something has been queued, with
-    the replica count when there are several."""
+    the replica count when there are several, and how busy the evaluator was
+    (``evaluator busy 84%``) once that is known."""
     best = "-" if snap.best_val_nmse is None else f"{snap.best_val_nmse:.3g}"
     parts = [
         f"[{format_duration(snap.elapsed_s)}] {snap.candidates:,} candidates",
@@ -144,6 +148,8 @@ def format_progress(snap: ProgressSnapshot, width: int = 60) -> str:
     if snap.queue_p99_s is not None:
         pool = f" on {snap.replicas} replicas" if snap.replicas > 1 else ""
         parts.append(f"queue {snap.queue_depth:,} p99 {snap.queue_p99_s * 1000:.0f} ms{pool}")
+    if snap.busy_share is not None:
+        parts.append(f"evaluator busy {100 * min(1.0, snap.busy_share):.0f}%")
     return " | ".join(parts)
 
 

@@ -201,6 +201,10 @@ def test_progress_line_shows_the_evaluator_queue_once_something_queued() -> None
     assert format_progress(one) == base + " | queue 1,234 p99 40 ms"
     pool = dataclasses.replace(one, replicas=3, queue_depth=0, queue_p99_s=0.0)
     assert format_progress(pool) == base + " | queue 0 p99 0 ms on 3 replicas"
+    busy = dataclasses.replace(one, busy_share=0.836)
+    assert format_progress(busy) == base + " | queue 1,234 p99 40 ms | evaluator busy 84%"
+    # Stats lag the clock a little: a share past 1 shows as 100%.
+    assert format_progress(dataclasses.replace(SNAP, busy_share=1.02)).endswith(" | evaluator busy 100%")
 
 
 def test_run_tally_prefers_a_consistent_best() -> None:
