@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -58,6 +58,9 @@ class Individual:
     generation: int
     #: The dimensional check's verdict (None: the dataset has no units).
     consistent: bool | None = None
+    #: Fitted only by a local search from inherited constants (``starts``), never in full:
+    #: the search asks for a full fit once such a candidate reaches the Pareto front.
+    local: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,10 +198,18 @@ class HistoryReader:
             return
         generation = len(self._best_by_generation)
         proposed = arguments.get("expressions") if isinstance(arguments, Mapping) else None
-        for text in proposed if isinstance(proposed, list) else []:
+        starts = arguments.get("starts") if isinstance(arguments, Mapping) else None
+        started: set[str] = set()  # texts sent with a start (a local search)
+        in_full: set[str] = set()  # structures asked for without one (a full fit)
+        for i, text in enumerate(proposed if isinstance(proposed, list) else []):
             if isinstance(text, str):
                 parsed = parse_cached(text, names)
-                seen.add(parsed.canonical if parsed is not None else text)
+                key = parsed.canonical if parsed is not None else text
+                seen.add(key)
+                if isinstance(starts, list) and i < len(starts) and starts[i] is not None:
+                    started.add(text)
+                else:
+                    in_full.add(key)
         records = payload.get("results") if getattr(result, "ok", False) and isinstance(payload, Mapping) else None
         for record in records if isinstance(records, list) else []:
             if not isinstance(record, Mapping):
@@ -215,7 +226,11 @@ class HistoryReader:
                 continue
             key = canonical if isinstance(canonical, str) else parsed.canonical
             self._best = min(self._best, nmse)
-            if key in self._unique:  # one individual per canonical form (the first one fitted)
+            local = expression in started
+            known = self._unique.get(key)
+            # One individual per canonical form: the first one fitted, unless that was a local
+            # search and this is the full fit asked for since.
+            if known is not None and (local or not known.local):
                 continue
             self._unique[key] = Individual(
                 expression=expression,
@@ -226,7 +241,12 @@ class HistoryReader:
                 complexity=parsed.complexity,
                 generation=generation,
                 consistent=_verdict(record),
+                local=local,
             )
+        for key in in_full:  # asked for in full, even if that fit failed: local no more
+            known = self._unique.get(key)
+            if known is not None and known.local:
+                self._unique[key] = replace(known, local=False)
         self._best_by_generation.append(self._best)
 
 

@@ -3,9 +3,10 @@
 The batch mixes (1) not-yet-tried structures from the seed library, (2) offspring of parents
 picked by tournament on ``log10(NMSE) + parsimony*complexity`` from the best of the population
 plus its Pareto front, made by the operators in :mod:`sr_dist.sr.evolve.operators`, and (3) fresh
-random trees. Every proposal is new: its canonical form was never proposed before, and it
-carries its origin (``library/<source>``, ``reduction``, ``gp/<operator>``, ``gp/fresh``), which
-the results table keeps. Once a
+random trees. Every proposal is new (its canonical form was never proposed before), except a
+full refit of a locally fitted front member (``refit_share``, with ``inherit_constants``), and
+it carries its origin (``library/<source>``, ``reduction``, ``gp/<operator>``, ``gp/fresh``,
+``refit``), which the results table keeps. Once a
 candidate beats the target NMSE the search spends ``polish_generations`` on simplifying the
 solutions, then submits the simplest one; it also submits its best after ``patience``
 generations without progress. With units, only dimensionally consistent candidates count as
@@ -73,12 +74,18 @@ class EvolveConfig:
     #: evaluator for a local search from them (``evaluate_formulas``' ``starts``) instead of a
     #: multi-start fit; library seeds, fresh trees and reductions still get the full fit.
     inherit_constants: bool = False
+    #: With inherited constants, the most of a batch given to full refits of Pareto-front
+    #: members that were only searched locally (a local search from a parent's constants can
+    #: stop short of the structure's best fit; the answer is chosen from the front). 0 (the
+    #: default): none; on the generated family of docs/evolve.md a share cost hits.
+    refit_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        if not 0 <= self.p_fresh <= 1 or not 0 <= self.p_elite <= 1 or not 0 <= self.library_share <= 1:
-            raise ValueError("p_fresh, p_elite and library_share must lie in [0, 1]")
+        if not all(0 <= v <= 1 for v in (self.p_fresh, self.p_elite, self.library_share,
+                                          self.refit_share)):
+            raise ValueError("p_fresh, p_elite, library_share and refit_share must lie in [0, 1]")
         if self.pool_size < 1 or self.tournament_size < 1:
             raise ValueError("pool_size and tournament_size must be >= 1")
 
@@ -118,6 +125,17 @@ class _Batch:
         self.texts: list[str] = []
         self.origins: list[str] = []
         self.starts: list[dict[str, float] | None] = []
+
+    def again(self, individual: Individual, origin: str) -> bool:
+        """Propose a fitted individual once more, without a start (a full fit of a structure
+        searched only locally); the one offer that may repeat a seen form."""
+        if individual.canonical in self.keys:
+            return False
+        self.keys.add(individual.canonical)
+        self.texts.append(individual.expression)
+        self.origins.append(origin)
+        self.starts.append(None)
+        return True
 
     def key(self, tree: Node) -> tuple[str, str] | None:
         text = render(tree, self.prefix)
@@ -203,6 +221,11 @@ def propose(
     batch = _Batch(names, history.seen, grammar)
     n_library = config.batch_size if history.generations == 0 else int(config.batch_size * config.library_share)
     individuals = list(history.individuals)
+    if config.inherit_constants and config.refit_share > 0:
+        due = sorted((i for i in pareto_front(individuals) if i.local),
+                     key=lambda i: (i.complexity, i.canonical))
+        for ind in due[: int(config.batch_size * config.refit_share)]:
+            batch.again(ind, "refit")
     solved = history.solutions(config.target_nmse)
     # Each solution with one constant fewer, simplest solutions first: an exact product of
     # fitted factors has one scale constant per factor, and the reduced one is the law.
