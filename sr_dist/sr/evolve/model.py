@@ -38,7 +38,7 @@ from sr_dist.sr.evolve.library.sample import Sample, sample_from_info
 from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.library.sources.pi_groups import units_from_info
 from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, HistoryReader
-from sr_dist.sr.evolve.search import EvolveConfig, Proposal, propose
+from sr_dist.sr.evolve.search import EvolveConfig, Proposal, SeedKeys, propose
 
 __all__ = ["EvolveModel", "build_evolve"]
 
@@ -68,8 +68,9 @@ READERS_KEPT = 64
 
 class EvolveModel:
     """The offline proposer; see the module docstring. Thread-compatible, not shared-mutable:
-    the only instance state besides configuration is a memo of seed libraries and one
-    incremental history reader per conversation (a memo too: a fresh model proposes the same)."""
+    the only instance state besides configuration is a memo of seed libraries (with their seeds'
+    keys) and one incremental history reader per conversation: memos, so a fresh model
+    proposes the same."""
 
     name = "evolve"
     tool_mode = "native"
@@ -98,6 +99,9 @@ class EvolveModel:
         except (TypeError, ValueError) as exc:
             raise ModelConfigError(f"invalid evolve library options: {exc}") from exc
         self._libraries: dict[str, tuple[Seed, ...]] = {}
+        #: Each library's memo of its seeds' keys (by the library tuple, kept alive beside it;
+        #: the keys depend on the variables, which the library's own memo key includes).
+        self._seed_keys: dict[int, tuple[tuple[Seed, ...], SeedKeys]] = {}
         self._readers: OrderedDict[int, tuple[list[Any], HistoryReader]] = OrderedDict()
         self._readers_lock = threading.Lock()
 
@@ -113,8 +117,10 @@ class EvolveModel:
         rng = np.random.default_rng([self._seed(context), history.calls])
         can_submit = available is None or SUBMIT_TOOL in available
         units = units_from_info(context.info, variables)
-        library = _share(self._library(variables, sample, units), _agent_id(context), self.config.batch_size)
-        proposal = propose(history, variables, library, self.config, rng, can_submit)
+        seeds = self._library(variables, sample, units)
+        library = _share(seeds, _agent_id(context), self.config.batch_size)
+        keys = self._seed_keys.setdefault(id(seeds), (seeds, SeedKeys()))[1]
+        proposal = propose(history, variables, library, self.config, rng, can_submit, keys)
         return self._respond(proposal, history)
 
     async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
