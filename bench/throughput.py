@@ -9,8 +9,9 @@ run back from its Parquet results (DuckDB):
   (``search_s``: the agents' start to the stop) and per second of the whole command;
 * **busy**: the evaluator's busy seconds over the search seconds (``evaluator_stats``);
 * **fits/s busy**: structures fitted per busy second (the evaluator's own rate at that n);
-* **compile s**: XLA compile seconds of the run (warm-up and search); a second run on the same
-  machine should compile nothing (JAX's persistent compilation cache);
+* **compile s**: XLA compile seconds of the run (warm-up and search); with JAX's persistent
+  compilation cache warm this is only loading the executables (0.9 s for the warm-up's three
+  buckets in one measured run), cold it is several seconds a bucket;
 * **overhead s**: the command's wall time beyond its budget (imports, Ray, the actors' start,
   the warm-up, the wrap-up and the report).
 
