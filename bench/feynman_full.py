@@ -120,8 +120,9 @@ def peers_missing_message(tools: Sequence[str]) -> str | None:
 # --- worker side ------------------------------------------------------------------------------
 
 def worker(problem: str, noise: float, budget: float, n: int, units: bool,
-           agents: int) -> dict[str, Any]:
-    """One sr-dist cell: search, take the answer by the selection rule, judge it."""
+           agents: int, extra_overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """One sr-dist cell: search, take the answer by the selection rule, judge it.
+    ``extra_overrides``: more sr-dist overrides (``--set``)."""
     from sr_dist.data import feynman_equation, load_dataset, sample_feynman
 
     t0 = time.time()
@@ -134,8 +135,8 @@ def worker(problem: str, noise: float, budget: float, n: int, units: bool,
         fresh = sample_feynman(eq, FRESH_ROWS, np.random.default_rng(FRESH_SEED))
         overrides = [f"dataset.source=feynman:{problem}", f"dataset.n={n}",
                      f"dataset.noise={noise}", "dataset.seed=0"]
-        run = run_srdist([*overrides, *([UNITS_OVERRIDE] if units else [])], budget,
-                         agents=agents)
+        run = run_srdist([*overrides, *([UNITS_OVERRIDE] if units else []), *extra_overrides],
+                         budget, agents=agents)
         extra.update(stop_reason=run.stop_reason, search_s=run.search_s,
                      run_wall_s=run.run_wall_s)
         if run.answer is None:
@@ -259,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--peers", default="", help="comma list of peers: pyoperon,gplearn")
     ap.add_argument("--json", type=Path, default=ROOT / "bench" / "feynman_full_results.json")
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra sr-dist override for every run (e.g. "
+                         "+model.inherit_constants=true); give such runs their own --json")
     ap.add_argument("--worker", nargs=6,
                     metavar=("PROBLEM", "NOISE", "BUDGET", "N", "UNITS", "AGENTS"),
                     help=argparse.SUPPRESS)
@@ -267,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_on_sigterm()
         problem, noise, budget, n, units, agents = args.worker
         result = worker(problem, float(noise), float(budget), int(n), units == "on",
-                        int(agents))
+                        int(agents), args.set)
         print("\n" + json.dumps(Outcome.from_json(result).to_json()), flush=True)
         return 0
     problems = resolve_problems(args.problems)
@@ -294,7 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if key in have:
                 continue
             started = time.time()
-            got, why = run_worker([str(Path(__file__).resolve()), "--worker", problem,
+            sets = [part for value in args.set for part in ("--set", value)]
+            got, why = run_worker([str(Path(__file__).resolve()), *sets, "--worker", problem,
                                    str(args.noise), str(args.budget), str(args.n),
                                    "on" if units else "off", str(args.agents)], limit)
             o = Outcome.from_json(got) if got is not None else Outcome(
