@@ -99,9 +99,9 @@ class EvolveModel:
         except (TypeError, ValueError) as exc:
             raise ModelConfigError(f"invalid evolve library options: {exc}") from exc
         self._libraries: dict[str, tuple[Seed, ...]] = {}
-        #: Each library's memo of its seeds' keys (by the library tuple, kept alive beside it;
-        #: the keys depend on the variables, which the library's own memo key includes).
-        self._seed_keys: dict[int, tuple[tuple[Seed, ...], SeedKeys]] = {}
+        #: Each library's memo of its seeds' keys, under the library's own memo key (which
+        #: includes the variables the keys depend on).
+        self._seed_keys: dict[str, SeedKeys] = {}
         self._readers: OrderedDict[int, tuple[list[Any], HistoryReader]] = OrderedDict()
         self._readers_lock = threading.Lock()
 
@@ -117,9 +117,9 @@ class EvolveModel:
         rng = np.random.default_rng([self._seed(context), history.calls])
         can_submit = available is None or SUBMIT_TOOL in available
         units = units_from_info(context.info, variables)
-        seeds = self._library(variables, sample, units)
-        library = _share(seeds, _agent_id(context), self.config.batch_size)
-        keys = self._seed_keys.setdefault(id(seeds), (seeds, SeedKeys()))[1]
+        memo = _library_key(variables, sample, units)
+        library = _share(self._library(variables, sample, units), _agent_id(context), self.config.batch_size)
+        keys = self._seed_keys.setdefault(memo, SeedKeys())
         proposal = propose(history, variables, library, self.config, rng, can_submit, keys)
         return self._respond(proposal, history)
 
@@ -158,13 +158,7 @@ class EvolveModel:
 
     def _library(self, variables: tuple[str, ...], sample: Sample | None,
                  units: Any = None) -> tuple[Seed, ...]:
-        digest = hashlib.sha256(json.dumps(variables).encode())
-        if sample is not None:
-            digest.update(np.ascontiguousarray(sample.X).tobytes())
-            digest.update(np.ascontiguousarray(sample.y).tobytes())
-        if units is not None:
-            digest.update(repr(units).encode())
-        key = digest.hexdigest()
+        key = _library_key(variables, sample, units)
         if key not in self._libraries:
             self._libraries[key] = library_seeds(variables, sample, units, self.library)
         return self._libraries[key]
@@ -196,6 +190,17 @@ class EvolveModel:
 #: Where agent ``k`` starts in the library after its common head: ``k`` times the golden
 #: ratio's fraction of its length (any number of agents spreads out without being told it).
 _GOLDEN = 0.6180339887498949
+
+
+def _library_key(variables: tuple[str, ...], sample: Sample | None, units: Any) -> str:
+    """The memo key of a seed library: its variables, rows and units."""
+    digest = hashlib.sha256(json.dumps(variables).encode())
+    if sample is not None:
+        digest.update(np.ascontiguousarray(sample.X).tobytes())
+        digest.update(np.ascontiguousarray(sample.y).tobytes())
+    if units is not None:
+        digest.update(repr(units).encode())
+    return digest.hexdigest()
 
 
 def _agent_id(context: Context) -> int:

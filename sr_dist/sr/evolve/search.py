@@ -131,10 +131,13 @@ class _Batch:
         searched only locally); the one offer that may repeat a seen form."""
         if individual.canonical in self.keys:
             return False
-        self.keys.add(individual.canonical)
-        self.texts.append(individual.expression)
+        return self._add(individual.expression, individual.canonical, origin, None)
+
+    def _add(self, text: str, canonical: str, origin: str, start: dict[str, float] | None) -> bool:
+        self.keys.add(canonical)
+        self.texts.append(text)
         self.origins.append(origin)
-        self.starts.append(None)
+        self.starts.append(start)
         return True
 
     def key(self, tree: Node) -> tuple[str, str] | None:
@@ -155,11 +158,7 @@ class _Batch:
         """Add a seed by its :meth:`seed_key` if it is new."""
         if key is None or key[1] in self.seen or key[1] in self.keys:
             return False
-        self.keys.add(key[1])
-        self.texts.append(key[0])
-        self.origins.append(origin)
-        self.starts.append(None)
-        return True
+        return self._add(key[0], key[1], origin, None)
 
     def offer(self, tree: Node | None, origin: str, inherit: bool = False) -> bool:
         """Add ``tree`` (what the search breeds) if it is new and within the grammar's limits
@@ -169,12 +168,10 @@ class _Batch:
         if tree is None or not within_limits(tree, self.grammar):
             return False
         key = self.key(tree)
-        if key is None or key[1] in self.seen or key[1] in self.keys:
+        if not self.offer_key(key, origin):
             return False
-        self.keys.add(key[1])
-        self.texts.append(key[0])
-        self.origins.append(origin)
-        self.starts.append(inherited_start(tree, self.prefix) if inherit else None)
+        if inherit:
+            self.starts[-1] = inherited_start(tree, self.prefix)
         return True
 
 

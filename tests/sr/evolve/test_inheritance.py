@@ -19,7 +19,6 @@ from sr_dist.formula import parse_formula
 from sr_dist.sr.evolve.model import EvolveModel
 from sr_dist.sr.evolve.population import HistoryReader, read_history
 from sr_dist.sr.evolve.search import (
-    INHERITED_SHARE,
     EvolveConfig,
     inherited_start,
     propose,
@@ -47,7 +46,6 @@ def test_constant_values_follow_the_order_render_names_them() -> None:
     assert render(carried) == render(tree)  # values never change the text
     assert inherited_start(carried, "c") == {"c0": 0.5, "c2": 2.5, "c3": 3.5}
     assert inherited_start(with_constant_values(named, {"c1": 1.0}), "c") is None  # 1 of 4 < share
-    assert INHERITED_SHARE == 0.5
     assert inherited_start(var("x0"), "c") is None
 
 
