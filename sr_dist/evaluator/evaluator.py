@@ -635,7 +635,11 @@ class Evaluator:
     predict = evaluate_many
 
     # ------------------------------------------------------------------ internals
-    def _parse(self, item: str | Formula) -> Formula:
+    def parse(self, item: str | Formula) -> Formula:
+        """``item`` parsed against the dataset's variables, from the evaluator's parse cache
+        (the Ray shell keys its micro-batches by canonical form with it, so a formula is parsed
+        once per process, not once for the key and again for the fit); ``FormulaError`` for
+        text that does not parse or names an unknown variable."""
         if isinstance(item, Formula):
             unknown = [v for v in item.variables if v not in self.feature_names]
             if unknown:
@@ -672,7 +676,7 @@ class Evaluator:
             text = item.text if isinstance(item, Formula) else (
                 item if isinstance(item, str) else repr(item))
             try:
-                f = self._parse(item)
+                f = self.parse(item)
             except FormulaError as exc:
                 results[i] = failed(text, "invalid", str(exc))
                 stats.invalid += 1
@@ -989,7 +993,7 @@ class Evaluator:
     def _evaluate(self, formulas: Sequence[str | Formula],
                   constants: Sequence[Mapping[str, float] | None] | None,
                   X: np.ndarray | None) -> np.ndarray:
-        parsed = [self._parse(f) for f in formulas]
+        parsed = [self.parse(f) for f in formulas]
         if constants is None:
             constants = [None] * len(parsed)
         if len(constants) != len(parsed):

@@ -134,10 +134,10 @@ class EvaluatorActor:
         self._evaluator = Evaluator(dataset, **options)
         self._features = tuple(dataset.feature_names)
         self._const_buckets = tuple(self._evaluator.options.const_buckets)
-        variables = self._features
+        variables, parse = self._features, self._evaluator.parse
 
         def key(text: str) -> str:
-            return canonical_key(variables, text)
+            return canonical_key(variables, text, parse=parse)
 
         self._service = BatchingEvaluator(self._evaluator, settings.max_batch,
                                           settings.max_wait_s, key, max_queue=settings.max_queue,

@@ -52,11 +52,17 @@ class EvaluatorUnavailable(RuntimeError):
     """No replica could fit a request within the retry window."""
 
 
-def canonical_key(variables: Sequence[str], text: str) -> str:
-    """The canonical form of ``text`` (or the text itself when it does not parse)."""
+def canonical_key(variables: Sequence[str], text: str, *,
+                  parse: Callable[[str], Any] | None = None) -> str:
+    """The canonical form of ``text`` (or the text itself when it does not parse).
+
+    ``parse`` (text -> ``Formula``, e.g. a cached ``Evaluator.parse``) replaces a fresh
+    ``parse_formula(text, variables)``, so a process that also fits the text parses it once."""
     from sr_dist.formula import FormulaError, parse_formula
 
     try:
+        if parse is not None:
+            return str(parse(text).canonical)
         return parse_formula(text, list(variables)).canonical
     except (FormulaError, RecursionError, ValueError):
         return text

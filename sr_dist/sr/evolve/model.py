@@ -144,7 +144,8 @@ class EvolveModel:
             if kept is not None and kept[0] is tool_history and kept[1].names == variables:
                 self._readers.move_to_end(id(tool_history))
                 return kept[1]
-            reader = HistoryReader(variables, with_constants=self.config.inherit_constants)
+            reader = HistoryReader(variables, with_constants=self.config.inherit_constants,
+                                   parsimony=self.config.parsimony)
             self._readers[id(tool_history)] = (tool_history, reader)
             while len(self._readers) > READERS_KEPT:
                 self._readers.popitem(last=False)

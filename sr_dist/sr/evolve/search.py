@@ -23,7 +23,7 @@ import numpy as np
 from sr_dist.formula import Node
 from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, constant_reductions, random_tree, within_limits
-from sr_dist.sr.evolve.population import History, Individual, pareto_front, parse_cached, score, tournament
+from sr_dist.sr.evolve.population import History, Individual, parse_cached, tournament
 from sr_dist.sr.evolve.tree import (
     constant_prefix,
     constant_values,
@@ -203,7 +203,7 @@ def _submission(history: History, config: EvolveConfig) -> Proposal | None:
             if choice.expression not in history.submitted:
                 return Proposal(submit=choice, reason=f"solved: validation NMSE {choice.nmse:.3g} < target")
     if config.patience and history.stagnant_for() >= config.patience:
-        choice = min(history.individuals, key=lambda i: (score(i, config.parsimony), i.canonical))
+        choice = history.ranked(config.parsimony)[0]
         if choice.expression not in history.submitted:
             return Proposal(submit=choice, reason=f"no progress for {config.patience} generations")
     return None
@@ -250,9 +250,8 @@ def propose(
     grammar = grammar_for(names, config)
     batch = _Batch(names, history.seen, grammar)
     n_library = config.batch_size if history.generations == 0 else int(config.batch_size * config.library_share)
-    individuals = list(history.individuals)
     if config.inherit_constants and config.refit_share > 0:
-        due = sorted((i for i in pareto_front(individuals) if i.local),
+        due = sorted((i for i in history.pareto() if i.local),
                      key=lambda i: (i.complexity, i.canonical))
         for ind in due[: int(config.batch_size * config.refit_share)]:
             batch.again(ind, "refit")
@@ -274,9 +273,9 @@ def propose(
         else:
             batch.offer_key(batch.seed_key(entry), "library")
 
-    ranked = sorted(individuals, key=lambda i: (score(i, config.parsimony), i.canonical))
+    ranked = history.ranked(config.parsimony)
     pool_keys = {i.canonical for i in ranked[: config.pool_size]}
-    pool = ranked[: config.pool_size] + [i for i in pareto_front(individuals) if i.canonical not in pool_keys]
+    pool = list(ranked[: config.pool_size]) + [i for i in history.pareto() if i.canonical not in pool_keys]
     names_ops = sorted(OPERATORS)
     weights = np.array([OPERATORS[k][1] for k in names_ops])
     weights = weights / weights.sum()
@@ -303,7 +302,7 @@ def propose(
     if not batch.texts and can_submit:
         best = history.best
         if best is not None and best.expression not in history.submitted:
-            return Proposal(submit=min(individuals, key=lambda i: (score(i, config.parsimony), i.canonical)),
+            return Proposal(submit=ranked[0],
                             reason="no new candidates left to propose")
     starts = tuple(batch.starts) if any(s is not None for s in batch.starts) else ()
     return Proposal(expressions=tuple(batch.texts), reason=f"generation {history.generations}",

@@ -176,3 +176,43 @@ def test_inheritance_hit_count_over_a_generated_family(tmp_path: Path) -> None:
                 hits += 1
                 break
     assert hits >= 2, hits
+
+
+def _random_calls(seed: int, turns: int) -> list[tuple[ToolCall, ToolCallResult]]:
+    """A generated history with ties (few distinct NMSEs), unit verdicts, local fits and the
+    full refits that replace them."""
+    rng = np.random.default_rng(seed)
+    shapes = [f"c0*x{i} + c1*x{j}**{k}" for i in range(3) for j in range(3) for k in (2, 3)]
+    shapes += [f"c0*x{i}*x{j} + c1" for i in range(3) for j in range(3) if i < j]
+    shapes += [f"sin(c0*x{i}) + c1*x{j}" for i in range(3) for j in range(3)]
+    calls = []
+    for _ in range(turns):
+        picked = [shapes[int(k)] for k in rng.choice(len(shapes), size=6, replace=False)]
+        nmses = [None if rng.random() < 0.1 else float(rng.choice([0.5, 0.1, 0.01, 1e-3]))
+                 for _ in picked]
+        starts = [{"c0": 1.0} if rng.random() < 0.5 else None for _ in picked]
+        call, result = _call(picked, nmses, starts)
+        for record in result.result["results"]:
+            record["dimensionally_consistent"] = bool(rng.random() < 0.8)
+        calls.append((call, result))
+    return calls
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_readers_standings_equal_a_full_sort_turn_by_turn(seed: int) -> None:
+    calls = _random_calls(seed, 14)
+    reader = HistoryReader(NAMES, with_constants=True, parsimony=0.02)
+    was_local: set[str] = set()
+    refitted = 0
+    for end in range(1, len(calls) + 1):
+        kept = reader.read(calls[:end])
+        full = read_history(calls[:end], NAMES, with_constants=True)
+        assert kept.standing is not None and full.standing is None
+        assert kept == full
+        assert kept.best == full.best
+        assert kept.pareto() == full.pareto()
+        assert kept.ranked(0.02) == full.ranked(0.02)
+        assert kept.ranked(0.1) == full.ranked(0.1)  # another parsimony: computed anew
+        refitted += sum(not i.local and i.canonical in was_local for i in kept.individuals)
+        was_local = {i.canonical for i in kept.individuals if i.local}
+    assert refitted > 0  # the stream replaced local fits, the views' rare path
