@@ -29,6 +29,7 @@ from typing import (
 import numpy as np
 
 from sr_dist.candidate import RANK_METRICS
+from sr_dist.evaluator.data_starts import DataHints, data_hints, hinted_restarts
 from sr_dist.evaluator.losses import QUADRATIC_LOSSES, LossSpec, resolve_loss
 from sr_dist.evaluator.metrics import check_metrics, extra_metrics
 from sr_dist.evaluator.program import (
@@ -41,7 +42,7 @@ from sr_dist.evaluator.program import (
 from sr_dist.evaluator.refine import needs_refit, refit_float64, split_sse
 from sr_dist.evaluator.results import FitResult, Status, failed, nmse
 from sr_dist.evaluator.starts import StartError, check_starts, start_vector
-from sr_dist.formula import Formula, FormulaError, parse_formula
+from sr_dist.formula import Formula, FormulaError, Node, parse_formula
 
 if TYPE_CHECKING:  # typing only: JAX is imported when an Evaluator is built
     import jax
@@ -188,6 +189,10 @@ class EvaluatorOptions:
     #: ``local_iters`` LM passes (starts.py says why). ``method="lm"`` only.
     local_restarts: int = 1
     local_iters: int = 10
+    #: Restarts 1, 2, ... start a frequency inside ``sin``/``cos`` at the target's periodogram
+    #: peaks along its variable and a shift inside a function at the variable's quantiles
+    #: (data_starts.py); restart 0 and every other constant are unchanged.
+    data_starts: bool = False
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
@@ -195,7 +200,7 @@ class EvaluatorOptions:
                 self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
                 self.chunk_rows, self.layout, self.const_buckets, self.loss, self.huber_delta,
                 self.metrics, self.refine_float64, self.refine_per_call, self.local_restarts,
-                self.local_iters)
+                self.local_iters, self.data_starts)
 
 
 def _validate(opts: EvaluatorOptions) -> None:
@@ -332,6 +337,8 @@ class _Job:
     bucket: Bucket
     #: The given start in canonical order (a local search), or None (the multi-start fit).
     start: tuple[float, ...] | None = None
+    #: The canonical tree, whose constants are ``c0..c{k-1}`` (read by ``data_starts``).
+    tree: Node | None = None
 
 
 _T = TypeVar("_T")
@@ -463,7 +470,17 @@ class Evaluator:
         self._parse_lock = threading.Lock()
         self._stats = _Stats()
         self._pending_compile_s = 0.0
+        self._hints: DataHints | None = None
         self._prepare_data()
+
+    def _data_hints(self) -> DataHints:
+        """The training rows' :class:`DataHints`, computed on first use (``data_starts``)."""
+        if self._hints is None:
+            ds = self.dataset
+            X = np.asarray(ds.X_train, dtype=np.float64).reshape(len(ds.y_train), -1)
+            self._hints = data_hints(X, np.asarray(ds.y_train, dtype=np.float64).ravel(),
+                                     self.feature_names)
+        return self._hints
 
     # ------------------------------------------------------------------ data
     def _prepare_data(self) -> None:
@@ -725,7 +742,7 @@ class Evaluator:
                 parsed[i] = None
                 continue
             jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity,
-                                     bucket, start)
+                                     bucket, start, f.canonical_tree)
 
         fresh = self._run_jobs(list(jobs.values()))
         self._refine(fresh, {f.canonical: f for f in parsed if f is not None and f.canonical in jobs})
@@ -888,6 +905,9 @@ class Evaluator:
                 full = np.ones((restarts, kb))
                 full[:, :job.k] = initial_constants(job.canonical, opts.seed, restarts,
                                                      job.k, opts.init_spread)
+                if opts.data_starts and job.tree is not None and restarts > 1:
+                    full[:, :job.k] = hinted_restarts(job.tree, [f"c{j}" for j in range(job.k)],
+                                                      full[:, :job.k], self._data_hints())
                 if local and job.start is not None:
                     full[0, :job.k] = job.start
                 init[i] = full

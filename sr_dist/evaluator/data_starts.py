@@ -1,0 +1,168 @@
+"""Restart points from the data for constants inside functions (issue 32, item 5).
+
+A frequency inside ``sin``/``cos`` and a midpoint inside ``exp``, ``tanh`` or a power make a
+least-squares fit multimodal: from a start more than half a period (or a width) away, LM
+converges to the wrong basin, so a skeleton that is the law fits badly and the search drops it.
+Random log-uniform restarts rarely land close enough. The data say where to start instead:
+
+* **frequencies**: a ``const*var`` product inside ``sin`` or ``cos`` starts at the peaks of the
+  Lomb-Scargle periodogram (Lomb 1976, Scargle 1982; scipy's ``lombscargle``, for unevenly spaced
+  samples) along that variable of the target less its least-squares plane in all variables
+  (without that, a linear term in another variable drowns the oscillation), strongest first,
+  where a peak explains at least :data:`MIN_POWER` of that residual's variance;
+* **shifts**: ``var ± const`` inside a function or a power (a Gaussian's or a logistic
+  curve's midpoint) starts at quantiles of that variable, so the centre lies inside the data.
+
+Restart 0 keeps its all-ones start, the last restart (of three or more) keeps its random one
+(a marginal periodogram says nothing about a product of oscillations in two variables, which
+random starts sometimes do fit), and the other constants keep their random values; only the
+constants that match a pattern get data-driven values, in restarts 1, 2, ... (one hint each,
+round-robin). Everything here is a plain function of the tree and the hints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sr_dist.formula import Node
+
+__all__ = ["DataHints", "data_hints", "hinted_restarts", "periodogram_peaks"]
+
+#: Rows the periodogram reads (a deterministic, evenly strided subset of the training rows).
+MAX_ROWS = 2048
+#: Frequencies tried per variable, and the highest number of periods across its range.
+GRID = 600
+MAX_PERIODS = 40.0
+#: Peaks kept per variable (restarts beyond these reuse them round-robin).
+PEAKS = 3
+#: Share of the residual's variance a peak must explain (normalised Lomb-Scargle power) to be
+#: used: pure noise peaks near ln(GRID)/rows (0.3% at 2,048 rows); a product of oscillations
+#: in two variables has no marginal peak at all, and its constants keep their random starts.
+MIN_POWER = 0.05
+#: Quantiles of a variable that shifted arguments start from.
+QUANTILES = (0.5, 0.25, 0.75)
+_FUNCTIONS = frozenset({"sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh",
+                        "arcsin", "arccos", "arctan", "abs"})
+
+
+@dataclass(frozen=True)
+class DataHints:
+    """Per variable: angular frequencies (strongest periodogram peak first) and quantiles."""
+
+    frequencies: Mapping[str, tuple[float, ...]]
+    quantiles: Mapping[str, tuple[float, ...]]
+
+
+def periodogram_peaks(x: np.ndarray, y: np.ndarray, peaks: int = PEAKS) -> tuple[float, ...]:
+    """The angular frequencies of the ``peaks`` highest local maxima of the normalised
+    Lomb-Scargle periodogram of ``y`` (less its least-squares line in ``x``) along ``x`` that
+    reach :data:`MIN_POWER`; () when there are none or ``x`` is constant or too short. The grid spans half a period to :data:`MAX_PERIODS` periods over
+    ``x``'s range (fewer with few distinct values)."""
+    from scipy.signal import lombscargle
+
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    span = float(np.ptp(x)) if x.size else 0.0
+    if x.size < 16 or span <= 0.0:
+        return ()
+    slope, intercept = np.polyfit(x, y, 1)
+    residual = y - (slope * x + intercept)
+    if not np.any(residual):
+        return ()
+    periods = min(MAX_PERIODS, max(1.0, len(np.unique(x)) / 8.0))
+    omegas = np.linspace(np.pi / span, 2.0 * np.pi * periods / span, GRID)
+    power = lombscargle(x, residual, omegas, normalize=True)
+    inner = (power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:]) & (power[1:-1] >= MIN_POWER)
+    at = np.flatnonzero(inner) + 1
+    best = at[np.argsort(-power[at], kind="stable")][:peaks]
+    return tuple(float(omegas[i]) for i in best)
+
+
+def data_hints(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> DataHints:
+    """:class:`DataHints` for the columns of ``X`` (named ``names``) against ``y``."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    step = max(1, len(y) // MAX_ROWS)
+    Xs, ys = X[::step], y[::step]
+    finite = np.all(np.isfinite(Xs), axis=1) & np.isfinite(ys)
+    Xs, ys = Xs[finite], ys[finite]
+    if len(ys) > Xs.shape[1] + 1:
+        design = np.column_stack([Xs, np.ones(len(ys))])
+        ys = ys - design @ np.linalg.lstsq(design, ys, rcond=None)[0]
+    frequencies: dict[str, tuple[float, ...]] = {}
+    quantiles: dict[str, tuple[float, ...]] = {}
+    for j, name in enumerate(names):
+        column = Xs[:, j]
+        frequencies[name] = periodogram_peaks(column, ys)
+        finite = column[np.isfinite(column)]
+        quantiles[name] = tuple(float(q) for q in np.quantile(finite, QUANTILES)) if finite.size else ()
+    return DataHints(frequencies, quantiles)
+
+
+def _pair(node: Node, first: str, second: str) -> tuple[Node, Node] | None:
+    """``(a, b)`` of a binary ``node`` whose children are one ``first`` and one ``second`` leaf."""
+    if len(node.args) != 2:
+        return None
+    a, b = node.args
+    if a.op == first and b.op == second:
+        return a, b
+    if a.op == second and b.op == first:
+        return b, a
+    return None
+
+
+def _patterns(tree: Node) -> tuple[dict[str, str], dict[str, tuple[str, float]]]:
+    """Constants that are a frequency of a variable (name -> variable) and constants that
+    shift a variable (name -> (variable, sign): the start is ``sign * quantile``)."""
+    frequency: dict[str, str] = {}
+    shift: dict[str, tuple[str, float]] = {}
+    stack: list[tuple[Node, bool, bool]] = [(tree, False, False)]  # (node, in sin/cos, in function)
+    while stack:
+        node, periodic, inside = stack.pop()
+        if node.op == "mul" and periodic:
+            found = _pair(node, "const", "var")
+            if found is not None:
+                frequency.setdefault(str(found[0].name), str(found[1].name))
+        if node.op in ("add", "sub") and inside:
+            found = _pair(node, "const", "var")
+            if found is not None:
+                c, v = found
+                # x - c and c - x centre at c = q; x + c and c + x at c = -q.
+                sign = 1.0 if node.op == "sub" else -1.0
+                shift.setdefault(str(c.name), (str(v.name), sign))
+        child_periodic = periodic or node.op in ("sin", "cos")
+        child_inside = inside or node.op in _FUNCTIONS or node.op == "pow"
+        for child in node.args:
+            stack.append((child, child_periodic, child_inside))
+    return frequency, shift
+
+
+def hinted_restarts(tree: Node, constants: Sequence[str], restarts: np.ndarray,
+                    hints: DataHints) -> np.ndarray:
+    """``restarts`` (restarts x constants, columns in ``constants``' order) with data-driven
+    values for the frequency and shift constants of ``tree`` in rows 1 .. R-2 (row 1 of two);
+    a copy, or ``restarts`` itself when nothing matches."""
+    if restarts.shape[0] < 2 or not constants:
+        return restarts
+    rows = range(1, max(2, restarts.shape[0] - 1))
+    frequency, shift = _patterns(tree)
+    column = {name: j for j, name in enumerate(constants)}
+    out = restarts
+    for name, variable in frequency.items():
+        values = hints.frequencies.get(variable, ())
+        if name in column and values:
+            out = out.copy() if out is restarts else out
+            for r in rows:
+                out[r, column[name]] = values[(r - 1) % len(values)]
+    for name, (variable, sign) in shift.items():
+        values = hints.quantiles.get(variable, ())
+        if name in column and name not in frequency and values:
+            out = out.copy() if out is restarts else out
+            for r in rows:
+                out[r, column[name]] = sign * values[(r - 1) % len(values)]
+    return out

@@ -1,0 +1,97 @@
+"""Data-driven restarts (``EvaluatorOptions.data_starts``): periodogram frequencies and quantile
+shifts for constants inside functions, over a generated family of oscillations and bumps."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from sr_dist.data import dataset_from_arrays
+from sr_dist.evaluator import Evaluator, EvaluatorOptions
+from sr_dist.evaluator.data_starts import DataHints, data_hints, hinted_restarts, periodogram_peaks
+from sr_dist.formula import parse_formula
+
+CACHE = os.environ.get("SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax"))
+
+
+def test_the_strongest_peak_is_the_sinusoids_frequency() -> None:
+    rng = np.random.default_rng(0)
+    for omega in (2.5, 6.0, 11.0):
+        x = rng.uniform(0.0, 6.0, 800)
+        y = 2.0 * np.sin(omega * x + 0.7) + 0.5 * x + rng.normal(0.0, 0.1, x.size)
+        peaks = periodogram_peaks(x, y)
+        assert peaks and abs(peaks[0] - omega) < 0.1
+    # Noise, a constant variable and too few rows give no peak (the constants keep random starts).
+    x = rng.uniform(0.0, 6.0, 800)
+    assert periodogram_peaks(x, rng.normal(size=800)) == ()
+    assert periodogram_peaks(np.ones(800), rng.normal(size=800)) == ()
+    assert periodogram_peaks(x[:10], np.sin(x[:10])) == ()
+
+
+def test_a_linear_term_in_another_variable_does_not_hide_the_oscillation() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0.0, 5.0, (1000, 2))
+    y = 0.8 * np.exp(-0.5 * X[:, 1]) * np.sin(4.0 * X[:, 1] + 0.9) + 3.0 * X[:, 0]
+    hints = data_hints(X, y, ["x0", "x1"])
+    assert hints.frequencies["x1"] and abs(hints.frequencies["x1"][0] - 4.0) < 0.15
+    assert hints.frequencies["x0"] == ()
+
+
+def _restarts(text: str, hints: DataHints, rows: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    f = parse_formula(text, ["x0", "x1"])
+    base = np.arange(rows * len(f.canonical_constants), dtype=float).reshape(rows, -1) + 10.0
+    names = [f"c{j}" for j in range(len(f.canonical_constants))]
+    return base, hinted_restarts(f.canonical_tree, names, base, hints)
+
+
+def test_only_matching_constants_in_the_middle_restarts_change() -> None:
+    hints = DataHints({"x0": (3.0, 7.0), "x1": ()}, {"x0": (2.0, 1.0, 3.0), "x1": (5.0, 4.0, 6.0)})
+    base, out = _restarts("a*sin(w*x0 + p) + b*x1", hints)
+    changed = np.argwhere(out != base)
+    assert {int(r) for r, _ in changed} == {1, 2}  # restart 0 (all ones) and the last keep theirs
+    assert len({int(c) for _, c in changed}) == 1  # only the frequency
+    assert sorted(out[1:3][out[1:3] != base[1:3]]) == [3.0, 7.0]
+    # A shift inside a function starts at the variable's quantiles, with the sign the text needs.
+    base, out = _restarts("a*exp(k*(x1 - m)**2)", hints)
+    assert sorted(set(out[1:3].ravel()) - set(base.ravel())) == [4.0, 5.0]
+    base, out = _restarts("a*tanh(x1 + m)", hints)
+    assert sorted(set(out[1:3].ravel()) - set(base.ravel())) == [-5.0, -4.0]
+    # No pattern (or no hint for its variable): the same array back.
+    for text in ("a*x0 + b/(x1 + c)", "a*sin(w*x1)"):
+        base, out = _restarts(text, hints)
+        assert out is base
+
+
+def _law(shape: int, rng: np.random.Generator) -> tuple[str, np.ndarray, np.ndarray]:
+    a, f, p = rng.uniform(1, 3), rng.uniform(3, 10), rng.uniform(0.1, 3)
+    b, k, m = rng.uniform(0.5, 2), rng.uniform(0.2, 1), rng.uniform(1, 3)
+    X = rng.uniform(0, 6, (600, 2))
+    x0, x1 = X[:, 0], X[:, 1]
+    if shape == 0:
+        return "c0*sin(c1*x0 + c2) + c3*x1", X, a * np.sin(f * x0 + p) + b * x1
+    if shape == 1:
+        return "c0*exp(c1*x0)*cos(c2*x0)", X, a * np.exp(-k * x0) * np.cos(f * x0)
+    return "c0*exp(c1*(x0 - c2)**2) + c3*x1", X, a * np.exp(-4 * k * (x0 - m) ** 2) + b * x1
+
+
+@pytest.mark.parametrize("seeds", [range(8)])
+def test_hit_count_over_a_generated_family_of_oscillations_and_bumps(seeds: range) -> None:
+    """The law's own skeleton, fitted with and without data-driven restarts: measured 24 of 24
+    with them, 18 of 24 without (seeds 0-7, 600 rows, frequencies 3-10 on [0, 6])."""
+    hits = {False: 0, True: 0}
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        for shape in range(3):
+            text, X, y = _law(shape, rng)
+            ds = dataset_from_arrays(X, y, ["x0", "x1"])
+            for on in (False, True):
+                r = Evaluator(ds, compilation_cache_dir=CACHE, data_starts=on).fit(text)
+                hits[on] += r.status == "ok" and r.train_nmse is not None and r.train_nmse < 1e-8
+    assert hits[True] >= 22 and hits[True] > hits[False]
+
+
+def test_the_option_is_part_of_the_fit_key() -> None:
+    assert EvaluatorOptions().data_starts is False
+    assert EvaluatorOptions(data_starts=True).fit_key() != EvaluatorOptions().fit_key()
