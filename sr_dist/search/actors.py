@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
+from sr_dist.search.gc_tuning import tune_worker_gc
 from sr_dist.search.pool import canonical_key
 from sr_dist.search.progress import RunTally, TallySnapshot
 from sr_dist.search.quiet import setup_actor_logging
@@ -150,6 +151,7 @@ class EvaluatorActor:
         if self._restarted:
             log.warning("evaluator replica %d restarted (instance %s); resuming service",
                         self._replica, self._instance)
+        tune_worker_gc()
 
     async def fit_many(self, expressions: list[str], agent_id: int = 0,
                        starts: list[Any] | None = None) -> list[Any]:
@@ -338,6 +340,7 @@ class AgentActor:
         self._writer = writer
         self._hosted = {int(spec.agent_id): _Hosted(spec, writer, self._pool, max_in_flight)
                         for spec in specs}
+        tune_worker_gc()
         self._executor: Any = None
 
     def _ensure_threads(self) -> None:
