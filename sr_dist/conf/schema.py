@@ -374,8 +374,10 @@ class EvaluatorConfig(_Group):
     #: Micro-batching in the evaluator actor: the most formulas per ``fit_many``
     #: (``max_batch=1`` switches batching off) ...
     max_batch: int = 256
-    #: ... and the longest a request waits for batch-mates.
-    max_wait_s: float = 0.02
+    #: ... and the longest an idle evaluator waits for batch-mates. 0 on the CPU, where a
+    #: batch's cost per formula hardly depends on its size and waiting idled the evaluator
+    #: (evaluator/gpu.yaml sets 0.02: wide batches are what a GPU is fast on).
+    max_wait_s: float = 0.0
     #: Compile the common shape buckets before the agents start.
     warmup: bool = True
     #: JAX's persistent compilation cache (``None``: off); makes compiles one-off per machine.
