@@ -61,7 +61,7 @@ def periodogram_peaks(x: np.ndarray, y: np.ndarray, peaks: int = PEAKS) -> tuple
     Lomb-Scargle periodogram of ``y`` (less its least-squares line in ``x``) along ``x`` that
     reach :data:`MIN_POWER`; () when there are none or ``x`` is constant or too short. The grid spans half a period to :data:`MAX_PERIODS` periods over
     ``x``'s range (fewer with few distinct values)."""
-    from scipy.signal import lombscargle
+    from scipy.signal import lombscargle  # type: ignore[import-untyped]
 
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
