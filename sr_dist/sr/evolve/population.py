@@ -33,6 +33,7 @@ __all__ = [
     "score",
     "pareto_front",
     "Standing",
+    "Standings",
     "tournament",
 ]
 
@@ -208,9 +209,7 @@ class Standings:
         at = bisect.bisect_right(self._keys, key)
         self._keys.insert(at, key)
         self._ranked.insert(at, ind)
-        if self._best is not None and not self._stale and _best_order(ind) < _best_order(self._best):
-            self._best = ind
-        elif self._best is None:
+        if not self._stale and (self._best is None or _best_order(ind) < _best_order(self._best)):
             self._best = ind
         self._pending.append(ind)
 
