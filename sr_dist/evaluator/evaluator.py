@@ -656,7 +656,7 @@ class Evaluator:
         """``item`` parsed against the dataset's variables, from the evaluator's parse cache
         (the Ray shell keys its micro-batches by canonical form with it, so a formula is parsed
         once per process, not once for the key and again for the fit); ``FormulaError`` for
-        text that does not parse or names an unknown variable."""
+        text that does not parse, or for a ``Formula`` over variables the dataset lacks."""
         if isinstance(item, Formula):
             unknown = [v for v in item.variables if v not in self.feature_names]
             if unknown:
