@@ -16,7 +16,7 @@ run back from its Parquet results (DuckDB):
   the warm-up, the wrap-up and the report).
 
 ``--variant NAME=OVERRIDES`` (repeatable) runs each configuration again with extra Hydra
-overrides (space-separated), e.g. ``--variant inherit=+model.inherit_constants=true``; the
+overrides (space-separated), e.g. ``--variant plain=+model.inherit_constants=false``; the
 first variant, ``default`` unless named, is the baseline of the ``× default`` column (distinct
 ok/s against the same rows and replicas of the baseline variant, measured in the same process).
 pyoperon (``pyoperon.sklearn.SymbolicRegressor``, its defaults, 2 threads, the same training
@@ -232,7 +232,7 @@ def parse_variants(specs: list[str]) -> list[tuple[str, list[str]]]:
         name, sep, rest = spec.partition("=")
         if not sep or not name.strip():
             raise SystemExit(f"--variant {spec!r}: write NAME=OVERRIDES, e.g. "
-                             "inherit=+model.inherit_constants=true")
+                             "plain=+model.inherit_constants=false")
         out.append((name.strip(), rest.split()))
     if all(name != "default" for name, _ in out):
         out.insert(0, ("default", []))

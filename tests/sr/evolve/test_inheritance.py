@@ -49,9 +49,11 @@ def test_constant_values_follow_the_order_render_names_them() -> None:
     assert inherited_start(var("x0"), "c") is None
 
 
-def _history(datasets, evaluators, inherit: bool, turns: int) -> Context:
+def _history(datasets, evaluators, inherit: bool | None, turns: int) -> Context:
+    """``turns`` turns of a model with inheritance on, off, or (None) as configured by default."""
     context = Context(info=info_for(datasets["sum"], sample=False))
-    model = EvolveModel(batch_size=16, seed=4, inherit_constants=inherit)
+    options = {} if inherit is None else {"inherit_constants": inherit}
+    model = EvolveModel(batch_size=16, seed=4, **options)
     for _ in range(turns):
         step(model, context, evaluators["sum"])
     return context
@@ -70,7 +72,7 @@ def test_reading_turn_by_turn_equals_reading_the_whole_history(datasets, evaluat
 
 
 def test_offspring_ask_for_local_searches_from_their_parents_constants(datasets, evaluators) -> None:
-    context = _history(datasets, evaluators, True, 4)
+    context = _history(datasets, evaluators, None, 4)  # on by default
     asked = 0
     for call, result in context.tool_history:
         starts = call.arguments.get("starts")
@@ -86,10 +88,10 @@ def test_offspring_ask_for_local_searches_from_their_parents_constants(datasets,
             assert set(start) <= set(parse_formula(text, NAMES).constants)
             assert record["status"] in ("ok", "nonfinite")
     assert asked > 0
-    # Off (the default), no call carries starts: the arguments are what they always were.
+    # Off, no call carries starts: the arguments are what they always were.
     plain = _history(datasets, evaluators, False, 4)
     assert all("starts" not in call.arguments for call, _ in plain.tool_history)
-    response = EvolveModel(batch_size=16, seed=4).call(copy.deepcopy(plain), TOOLS)
+    response = EvolveModel(batch_size=16, seed=4, inherit_constants=False).call(copy.deepcopy(plain), TOOLS)
     assert "starts" not in json.loads(response.tool_calls[0]["function"]["arguments"])
 
 
@@ -135,7 +137,7 @@ def test_front_members_fitted_only_locally_are_proposed_again_in_full() -> None:
                                                    refit_share=0.125), np.random.default_rng(0))
     assert [e for e, o in zip(one.expressions, one.origins, strict=True) if o == "refit"] == ["c0*x0"]
     # By default (refit_share 0), and without inheritance, nothing is refitted.
-    for plain_config in (EvolveConfig(batch_size=8, inherit_constants=True), EvolveConfig(batch_size=8)):
+    for plain_config in (EvolveConfig(batch_size=8), EvolveConfig(batch_size=8, inherit_constants=False)):
         plain = propose(history, NAMES, [], plain_config, np.random.default_rng(0))
         assert "refit" not in plain.origins
     with pytest.raises(ValueError, match="refit_share"):
