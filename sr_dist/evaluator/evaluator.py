@@ -189,6 +189,11 @@ class EvaluatorOptions:
     #: ``local_iters`` LM passes (starts.py says why). ``method="lm"`` only.
     local_restarts: int = 1
     local_iters: int = 10
+    #: A local search fits on at most this many of the fitting rows (a fixed random subset;
+    #: 0: all of them). Its cost is proportional to the rows, and a start inherited from a
+    #: fitted parent needs few rows to move; every split's metrics are still computed on all
+    #: rows, and near-exact fits are still refined on all training rows (``refine_float64``).
+    local_subsample: int = 256
     #: Restarts 1, 2, ... start a frequency inside ``sin``/``cos`` at the target's periodogram
     #: peaks along its variable and a shift inside a function at the variable's quantiles
     #: (data_starts.py); restart 0 and every other constant are unchanged.
@@ -200,7 +205,7 @@ class EvaluatorOptions:
                 self.xtol, self.patience, self.dtype, self.seed, self.init_spread,
                 self.chunk_rows, self.layout, self.const_buckets, self.loss, self.huber_delta,
                 self.metrics, self.refine_float64, self.refine_per_call, self.local_restarts,
-                self.local_iters, self.data_starts)
+                self.local_iters, self.data_starts, self.local_subsample)
 
 
 def _validate(opts: EvaluatorOptions) -> None:
@@ -210,6 +215,8 @@ def _validate(opts: EvaluatorOptions) -> None:
         raise ValueError("max_iters must be >= 1")
     if opts.local_restarts < 1 or opts.local_iters < 1:
         raise ValueError("local_restarts and local_iters must be >= 1")
+    if opts.local_subsample != 0 and opts.local_subsample < 64:
+        raise ValueError("local_subsample must be 0 (all rows) or >= 64 rows")
     if opts.polish_iters < 0:
         raise ValueError("polish_iters must be >= 0")
     if opts.subsample < 64:
@@ -290,6 +297,20 @@ def _chunks(X: np.ndarray, y: np.ndarray, chunk: int, dtype: np.dtype[Any]) -> _
     w = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
     Xc = np.ascontiguousarray(Xp.reshape(n_chunks, chunk, f).transpose(0, 2, 1))
     return _Chunks(Xc, yp.reshape(n_chunks, chunk), w.reshape(n_chunks, chunk))
+
+
+#: The most formulas a compiled fit call holds on the CPU (``batch_size`` still caps it): a CPU
+#: fit runs all its lanes' LM bookkeeping in lockstep (kernels.py), so a batch of 5 padded to
+#: 64 would pay for 64, while a group of 40 split into calls of 16 pays about 1 ms a call.
+#: Measured on a recorded stream of a default search (bench/evaluator_stream.py): 16 and 8
+#: both 7% faster than 64 with a second executable of 8 for small batches.
+CPU_CAPACITY = 16
+
+
+def batch_capacity(batch_size: int, mode: str) -> int:
+    """The capacity fit batches are cut to and padded to: ``batch_size``, on the CPU
+    (``mode == "map"``) at most :data:`CPU_CAPACITY`."""
+    return min(batch_size, CPU_CAPACITY) if mode == "map" else batch_size
 
 
 def initial_constants(key: str, seed: int, restarts: int, k: int, spread: float) -> np.ndarray:
@@ -547,6 +568,18 @@ class Evaluator:
             put(every.X), put(every.y), put(sc))
         self._floors = put(np.array(
             [floor(fit_y), floor(ytr) if polish is not None else 0.0], dtype=dt))
+        # The local searches' rows on the CPU: a fixed random subset of the fitting rows (plain
+        # mse only; a weighted or robust loss keeps all of them; a GPU's rows run in parallel).
+        self._local_fit: tuple[tuple[jax.Array, jax.Array, jax.Array], jax.Array] | None = None
+        self._n_local_rows = self._n_fit_rows
+        m = opts.local_subsample
+        if 0 < m < len(fit_y) and opts.method == "lm" and self._loss.plain and self._mode == "map":
+            rows = np.sort(np.random.default_rng([opts.seed, 1]).choice(len(fit_y), m,
+                                                                        replace=False))
+            loc = _chunks(fit_X[rows], fit_y[rows], min(opts.chunk_rows, _round_up(m, 64)), dt)
+            self._local_fit = ((put(loc.X), put(loc.y), put(loc.valid)),
+                               put(np.array([floor(fit_y[rows]), 0.0], dtype=dt)))
+            self._n_local_rows = m
         if not self._loss.plain:
             self._objective_data(fit, polish, every, (fit_w, w_train, wts), dt)
 
@@ -628,7 +661,8 @@ class Evaluator:
             "layout": self._mode,
             "device": str(self._device),
             "rows": {"train": self._sizes.train, "val": self._sizes.val,
-                     "test": self._sizes.test, "fit": self._n_fit_rows},
+                     "test": self._sizes.test, "fit": self._n_fit_rows,
+                     "local": self._n_local_rows},
         }
 
     def clear_cache(self) -> None:
@@ -838,7 +872,7 @@ class Evaluator:
             local = job.start is not None and job.bucket.n_consts > 0
             groups.setdefault((job.bucket, local), []).append(job)
         out: dict[str, _Entry] = {}
-        cap = self.options.batch_size
+        cap = batch_capacity(self.options.batch_size, self._mode)
         launched: list[_Launched] = []
         t0 = time.perf_counter()
         for (bucket, local), group in groups.items():
@@ -887,7 +921,7 @@ class Evaluator:
         from sr_dist.evaluator.lm import LMOptions
 
         opts = self.options
-        cap = opts.batch_size
+        cap = batch_capacity(opts.batch_size, self._mode)
         f = len(self.feature_names)
         kb, sc = bucket.n_consts, bucket.size
         code, meta, lits = pack_programs(
@@ -914,12 +948,20 @@ class Evaluator:
         layout = Layout(f, kb, sc.n_lits, sc.n_temps)
         lm = LMOptions(max_iters=opts.local_iters if local else opts.max_iters, ftol=opts.ftol,
                        xtol=opts.xtol, patience=opts.patience)
+        fit_data, polish_data, floors = self._fit_data, self._polish_data, self._floors
+        subset = local and self._local_fit is not None and kb > 0
+        if subset:
+            assert self._local_fit is not None
+            (fit_data, floors), polish_data = self._local_fit, None
         key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
-                     opts.dtype, opts.method, self._loss)
-        put = self._put
-        args = (put(code), put(meta), put(lits.astype(self._np_dtype)), put(init),
-                put(np.int32(len(batch))), self._fit_data, self._polish_data, self._all_data,
-                self._floors)
+                     opts.dtype, opts.method, self._loss,
+                     keep_start=local and kb > 0 and self._mode == "map")
+        # One transfer for the batch's five arrays (each device_put has a fixed cost).
+        import jax
+
+        batch_args = jax.device_put((code, meta, lits.astype(self._np_dtype), init,
+                                     np.int32(len(batch))), self._device)
+        args = (*batch_args, fit_data, polish_data, self._all_data, floors)
         exe, compile_s = _k.COMPILED.get("fit", key, args)
         if compile_s:
             self._stats.compiles += 1

@@ -7,8 +7,13 @@ process, never the number of formulas.
 
 Layout modes:
 
-- ``"map"`` (CPU): a ``fori_loop`` over the real number of formulas, a real ``lax.switch`` on each
-  unbatched opcode, restarts vmapped. Padding formulas cost nothing.
+- ``"map"`` (CPU): every (formula, restart) pair of the batch is one lane of a single
+  Levenberg-Marquardt loop (:func:`~sr_dist.evaluator.lm.lm_lanes`): its per-iteration
+  bookkeeping (solves, acceptance, damping) is vectorised over all lanes, and each pass is a
+  ``fori_loop`` over the lanes still running, a real ``lax.switch`` on each unbatched opcode.
+  Padding formulas and finished lanes cost nothing. (Fitting one formula at a time paid the
+  bookkeeping, about 40 us an iteration on a CPU, once per formula: twice a short program's
+  pass.)
 - ``"vmap"`` (GPU): formulas vmapped too, so the switch becomes a select over all operators and
   everything is one wide data-parallel program; the batch capacity is always computed.
 """
@@ -33,7 +38,7 @@ from sr_dist.evaluator.interpreter import (
     predict_pass,
     split_pass,
 )
-from sr_dist.evaluator.lm import LMOptions, PassFn, levenberg_marquardt
+from sr_dist.evaluator.lm import LMOptions, PassFn, levenberg_marquardt, lm_lanes
 from sr_dist.evaluator.losses import LossSpec, objective_pass, objective_split_pass
 from sr_dist.evaluator.traced import TracedStore
 
@@ -60,6 +65,11 @@ class FitKey(NamedTuple):
     #: The fitting loss and whether rows are weighted (losses.py); unweighted ``mse`` runs the
     #: original least-squares passes.
     loss: LossSpec = LossSpec()
+    #: A local search: keep the start (restart 0's initial constants) where it is better on
+    #: the training rows than where the search ended (a search on a subset of the rows,
+    #: ``local_subsample``, or a float32 varpro step on a degenerate fit can end worse), so a
+    #: local search never ends worse than its start.
+    keep_start: bool = False
 
 
 class PredictKey(NamedTuple):
@@ -100,7 +110,9 @@ def _fit_bucket(
 
     def fit_one(code_i: Array, meta_i: Array, lits_i: Array, init_i: Array) -> FitOutput:
         n_instr, root, k_i = meta_i[0], meta_i[1], meta_i[2]
-        vals0 = init_values(layout, lits_i, chunk, dtype)
+        # The metrics pass runs on all rows, whose chunk may differ from the fitting rows'
+        # (a local search fits on a subset).
+        vals0 = init_values(layout, lits_i, all_data[0].shape[2], dtype)
         if k == 0:
             c = jnp.zeros((0,), dtype)
             fit_sse = jnp.zeros((), dtype)
@@ -139,7 +151,9 @@ def _fit_bucket(
             fit_sse = res.sse[best]
             iters = jnp.max(res.iters)
             if polish_data is not None and key.polish_iters > 0 and key.method == "lm":
-                pol = levenberg_marquardt(make_pass(polish_data), c[None, :], active, regs0,
+                regs_p = (regs0 if polish_data[0].shape[2] == chunk
+                          else init_duals(layout, lits_i, polish_data[0].shape[2], dtype))
+                pol = levenberg_marquardt(make_pass(polish_data), c[None, :], active, regs_p,
                                           key.lm, key.polish_iters, floors[1], linear)
                 c, fit_sse, iters = pol.c[0], pol.sse[0], iters + pol.iters[0] + 1
         if key.loss.plain:
@@ -155,6 +169,9 @@ def _fit_bucket(
     capacity = key.capacity
     if key.mode == "vmap":
         return jax.vmap(fit_one)(code, meta, lits, init)
+    if key.method == "lm" and k > 0:
+        return _fit_lanes(key, code, meta, lits, init, n_formulas, fit_data, polish_data,
+                          all_data, floors)
 
     out0 = FitOutput(
         jnp.zeros((capacity, k), dtype), jnp.zeros((capacity,), dtype),
@@ -167,6 +184,133 @@ def _fit_bucket(
 
     fitted: FitOutput = lax.fori_loop(0, n_formulas, loop, out0)
     return fitted
+
+
+def _lanes_pass(key: FitKey, code: Array, meta: Array, lits: Array, restarts: int,
+                data: tuple[Array, ...], tau: Array) -> Any:
+    """A :data:`~sr_dist.evaluator.lm.LanesPassFn` over the lanes (formula, restart) of a
+    batch: one pass per running lane, in turn, through one shared register buffer (each
+    lane writes its constants, literals and rows before it runs)."""
+    layout = key.layout
+    k = layout.n_consts
+    X, y, w = data[0], data[1], data[2]
+
+    def lanes_pass(c: Array, todo: Array, regs: Array) -> tuple[Normal, Array]:
+        n_lanes = c.shape[0]
+        order = jnp.nonzero(todo, size=n_lanes, fill_value=0)[0]
+
+        def one(i: Array, acc: tuple[Array, Normal]) -> tuple[Array, Normal]:
+            regs, out = acc
+            lane = order[i]
+            f = lane // restarts
+            if layout.n_lits:
+                block = jnp.broadcast_to(lits[f].astype(regs.dtype)[:, None, None],
+                                         (layout.n_lits, 1, regs.shape[2]))
+                regs = lax.dynamic_update_slice(regs, block, (layout.lit_base, 0, 0))
+            normal: Normal
+            if key.loss.plain:
+                normal, regs = normal_pass(code[f], meta[f, 0], meta[f, 1], layout, c[lane],
+                                           regs, X, y, w)
+            else:
+                normal, regs = objective_pass(code[f], meta[f, 0], meta[f, 1], layout, c[lane],
+                                              regs, X, y, w, key.loss, tau)
+            out = Normal(*(lax.dynamic_update_index_in_dim(o, v, lane, 0)
+                           for o, v in zip(out, normal)))
+            return regs, out
+
+        dtype = c.dtype
+        out0 = Normal(jnp.zeros((n_lanes,), dtype), jnp.zeros((n_lanes,), jnp.int32),
+                      jnp.zeros((n_lanes, k, k), dtype), jnp.zeros((n_lanes, k), dtype))
+        regs, out = lax.fori_loop(0, jnp.sum(todo, dtype=jnp.int32), one, (regs, out0))
+        return out, regs
+
+    return lanes_pass
+
+
+def _fit_lanes(
+    key: FitKey, code: Array, meta: Array, lits: Array, init: Array, n_formulas: Array,
+    fit_data: tuple[Array, Array, Array], polish_data: tuple[Array, Array, Array] | None,
+    all_data: tuple[Array, ...], floors: Array,
+) -> FitOutput:
+    """``_fit_bucket`` on the CPU with LM: the whole batch's lanes in one LM loop (module
+    docstring), then the polish (one lane a formula) and the per-split metrics pass."""
+    layout = key.layout
+    dtype = jnp.dtype(key.dtype)
+    k = layout.n_consts
+    capacity, restarts = key.capacity, key.restarts
+    n_lanes = capacity * restarts
+    tau = floors[2] if not key.loss.plain else floors[0]
+    formulas = jnp.arange(capacity)
+    valid = formulas < n_formulas
+    active = jnp.arange(k)[None, :] < meta[:, 2:3]
+    # Variable projection: bit j of meta column 3 marks constant j as linear.
+    linear = ((meta[:, 3:4] >> jnp.arange(k, dtype=meta.dtype)[None, :]) & 1) != 0
+
+    def lanes(a: Array) -> Array:
+        return jnp.repeat(a, restarts, axis=0)
+
+    def buffer(data: tuple[Array, ...]) -> Array:
+        return init_duals(layout, jnp.zeros((layout.n_lits,), dtype), data[0].shape[2], dtype)
+
+    res = lm_lanes(_lanes_pass(key, code, meta, lits, restarts, fit_data, tau),
+                   init.reshape(n_lanes, k), lanes(active), lanes(linear), buffer(fit_data),
+                   key.lm, key.lm.max_iters, jnp.broadcast_to(floors[0], (n_lanes,)), restarts,
+                   lanes(valid))
+    best = jax.vmap(_pick_best)(res.sse.reshape(capacity, restarts),
+                                res.nbad.reshape(capacity, restarts))
+    c = res.c.reshape(capacity, restarts, k)[formulas, best]
+    fit_sse = res.sse.reshape(capacity, restarts)[formulas, best]
+    iters = jnp.max(res.iters.reshape(capacity, restarts), axis=1)
+    if polish_data is not None and key.polish_iters > 0:
+        pol = lm_lanes(_lanes_pass(key, code, meta, lits, 1, polish_data, tau), c, active,
+                       linear, buffer(polish_data), key.lm, key.polish_iters,
+                       jnp.broadcast_to(floors[1], (capacity,)), 1, valid)
+        c, fit_sse, iters = pol.c, pol.sse, iters + pol.iters + 1
+
+    split_sse, split_bad, split_loss = _split_metrics(key, code, meta, lits, c, n_formulas,
+                                                      all_data, floors)
+    if key.keep_start:
+        start = init[:, 0, :]
+        s_sse, s_bad, s_loss = _split_metrics(key, code, meta, lits, start, n_formulas,
+                                              all_data, floors)
+        # Lexicographic on the training split: fewer non-finite rows, then a lower loss.
+        keep = ((s_bad[:, 0] < split_bad[:, 0])
+                | ((s_bad[:, 0] == split_bad[:, 0]) & (s_loss[:, 0] < split_loss[:, 0])))
+        c = jnp.where(keep[:, None], start, c)
+        split_sse = jnp.where(keep[:, None], s_sse, split_sse)
+        split_bad = jnp.where(keep[:, None], s_bad, split_bad)
+        split_loss = jnp.where(keep[:, None], s_loss, split_loss)
+    return FitOutput(c, fit_sse, iters, split_sse, split_bad, split_loss)
+
+
+def _split_metrics(key: FitKey, code: Array, meta: Array, lits: Array, c: Array,
+                   n_formulas: Array, all_data: tuple[Array, ...], floors: Array,
+                   ) -> tuple[Array, Array, Array]:
+    """Per formula and split: SSE, non-finite rows and loss sum at constants ``c`` (B, K).
+    (A function of its arguments only: lax caches a loop body's trace by the function.)"""
+    layout = key.layout
+    dtype = jnp.dtype(key.dtype)
+    capacity = key.capacity
+    out0 = (jnp.zeros((capacity, N_SPLITS), dtype), jnp.zeros((capacity, N_SPLITS), jnp.int32),
+            jnp.zeros((capacity, N_SPLITS), dtype))
+
+    def metrics(i: Array, out: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
+        vals0 = init_values(layout, lits[i], all_data[0].shape[2], dtype)
+        if key.loss.plain:
+            X, y, split = all_data
+            sse, bad = split_pass(code[i], meta[i, 0], meta[i, 1], layout, c[i], vals0, X, y,
+                                  split, N_SPLITS)
+            lsum = sse
+        else:
+            X, y, split, wa = all_data
+            sse, lsum, bad = objective_split_pass(code[i], meta[i, 0], meta[i, 1], layout, c[i],
+                                                  vals0, X, y, split, wa, N_SPLITS, key.loss,
+                                                  floors[2])
+        return tuple(lax.dynamic_update_index_in_dim(o, v, i, 0)
+                     for o, v in zip(out, (sse, bad, lsum)))
+
+    result: tuple[Array, Array, Array] = lax.fori_loop(0, n_formulas, metrics, out0)
+    return result
 
 
 def _predict_bucket(

@@ -160,6 +160,36 @@ def levenberg_marquardt(
     Returns per-restart constants, SSE, non-finite counts and passes.
     """
     n_lanes = c0.shape[0]
+    vpass = jax.vmap(pass_fn)
+    state = jax.tree_util.tree_map(
+        lambda x: jnp.broadcast_to(x, (n_lanes,) + x.shape), state0)
+
+    def lanes_pass(c: Array, todo: Array, st: Any) -> tuple[Normal, Any]:
+        del todo  # vmapped: every lane computes, stopped lanes' results are discarded
+        return vpass(c, st)
+
+    lin = jnp.zeros_like(active) if linear is None else linear
+    return lm_lanes(lanes_pass, c0, jnp.broadcast_to(active, c0.shape),
+                    jnp.broadcast_to(lin, c0.shape), state, opts, max_iters,
+                    jnp.broadcast_to(sse_floor, (n_lanes,)), n_lanes)
+
+
+#: ``lanes_pass(c, todo, state) -> (Normal, state)``: one pass for every lane of ``c`` (L, K)
+#: whose ``todo`` (L,) is true; the other lanes' entries are ignored by the caller.
+LanesPassFn = Callable[[Array, Array, Any], tuple[Normal, Any]]
+
+
+def lm_lanes(
+    lanes_pass: LanesPassFn, c0: Array, active: Array, linear: Array, state: object,
+    opts: LMOptions, max_iters: int, sse_floor: Array, group: int, valid: Array | None = None,
+) -> LMResult:
+    """:func:`levenberg_marquardt` over independent lanes (L, K) in lockstep: each lane has its
+    own ``active`` and ``linear`` constants (L, K) and ``sse_floor`` (L,), and lanes form
+    consecutive groups of ``group`` (one formula's restarts) for pruning. Only the lanes still
+    running are passed (``todo``), so a CPU pass function can skip the others, and the
+    bookkeeping of one iteration is paid once for all lanes rather than once per formula.
+    Lanes whose ``valid`` (L,) is false (a batch's padding) are never passed and never run."""
+    n_lanes = c0.shape[0]
     dtype = c0.dtype
     # Damping floor relative to the unit scaled diagonal: regularises redundant constants
     # (a*exp(b)*x) whose normal matrix is singular to working precision.
@@ -167,16 +197,14 @@ def levenberg_marquardt(
     lam_min = 100.0 * float(info.eps)
     tiny = info.tiny
     rho = 64.0 * float(info.eps)  # rounding noise of the projected SSE, relative to the SSE
-    lin = jnp.zeros_like(active) if linear is None else linear & active
-    has_lin = jnp.any(lin)
+    lin = linear & active
+    has_lin = jnp.any(lin, axis=1)
     # All constants linear: the problem is linear least squares; stop at the first
     # refinement pass that gains nothing instead of waiting for `patience` stalls.
-    patience = jnp.where(has_lin & ~jnp.any(active & ~lin), 1, opts.patience)
-    vpass = jax.vmap(pass_fn)
-    vproject = jax.vmap(project_linear, in_axes=(0, 0, 0, None, None))
-    state = jax.tree_util.tree_map(
-        lambda x: jnp.broadcast_to(x, (n_lanes,) + x.shape), state0)
-    normal, state = vpass(c0, state)
+    patience = jnp.where(has_lin & ~jnp.any(active & ~lin, axis=1), 1, opts.patience)
+    vproject = jax.vmap(project_linear, in_axes=(0, 0, 0, 0, None))
+    valid = jnp.ones((n_lanes,), bool) if valid is None else valid
+    normal, state = lanes_pass(c0, valid, state)
 
     class S(NamedTuple):
         c: Array
@@ -191,6 +219,7 @@ def levenberg_marquardt(
 
     def lane(c: Array, normal: Normal, proj: Projection, lam: Array, stall: Array,
              trial: Normal, tproj: Projection, delta: Array, solved: Array, projecting: Array,
+             has_lin: Array, patience: Array, sse_floor: Array,
              ) -> tuple[Array, Normal, Projection, Array, Array, Array]:
         merit, tmerit = projected_sse(normal, proj), projected_sse(trial, tproj)
         same_rows = trial.nbad == normal.nbad
@@ -239,23 +268,17 @@ def levenberg_marquardt(
     def body(s: S) -> S:
         # Linear constants are not damped (beyond the regularising floor): LM works on the
         # nonlinear ones; a linear-only formula's first step is the exact solve.
-        lam_vec = jnp.where(lin[None, :], jnp.asarray(lam_min, dtype), s.lam[:, None])
-        delta, solved = jax.vmap(damped_step, in_axes=(0, 0, 0, None))(
-            s.normal.jtj, s.normal.jtr, lam_vec, active)
+        lam_vec = jnp.where(lin, jnp.asarray(lam_min, dtype), s.lam[:, None])
+        delta, solved = jax.vmap(damped_step)(s.normal.jtj, s.normal.jtr, lam_vec, active)
         projecting = has_lin & (s.proj.gain > opts.project_gap ** 2 * s.proj.size)
         delta = jnp.where(projecting[:, None], s.proj.step, delta)
         solved = jnp.where(projecting, s.proj.finite, solved)
-        trial, state = vpass(s.c + delta, s.state)
+        trial, state = lanes_pass(s.c + delta, ~s.done, s.state)
         tproj = vproject(trial.jtj, trial.jtr, s.c + delta, lin, lam_min)
         c, normal, proj, lam, stall, done = jax.vmap(lane)(
-            s.c, s.normal, s.proj, s.lam, s.stall, trial, tproj, delta, solved, projecting)
-        if opts.prune_after > 0 and n_lanes > 1:
-            merit = jax.vmap(projected_sse)(normal, proj)
-            fewest = jnp.min(normal.nbad)
-            best = jnp.min(jnp.where(normal.nbad == fewest, merit, jnp.inf))
-            behind = (normal.nbad > fewest) | (merit > (1.0 + opts.prune_gap) * best)
-            done = done | ((s.it + 1 >= opts.prune_after) & behind)
-        # Stopped lanes keep their state (their lanes still compute, results are discarded).
+            s.c, s.normal, s.proj, s.lam, s.stall, trial, tproj, delta, solved, projecting,
+            has_lin, patience, sse_floor)
+        # Stopped lanes keep their state (their trials, if computed at all, are discarded).
         def keep(new: Array, old: Array) -> Array:
             return jnp.where(s.done.reshape((-1,) + (1,) * (new.ndim - 1)), old, new)
 
@@ -264,12 +287,20 @@ def levenberg_marquardt(
         proj = jax.tree_util.tree_map(keep, proj, s.proj)
         lam = keep(lam, s.lam)
         stall = keep(stall, s.stall)
+        if opts.prune_after > 0 and group > 1:
+            # Judged on every lane's current point (a stopped lane's is where it stopped).
+            merit = jax.vmap(projected_sse)(normal, proj).reshape(-1, group)
+            nbad = normal.nbad.reshape(-1, group)
+            fewest = jnp.min(nbad, axis=1, keepdims=True)
+            best = jnp.min(jnp.where(nbad == fewest, merit, jnp.inf), axis=1, keepdims=True)
+            behind = ((nbad > fewest) | (merit > (1.0 + opts.prune_gap) * best)).reshape(-1)
+            done = done | ((s.it + 1 >= opts.prune_after) & behind)
         lane_it = jnp.where(s.done, s.lane_it, s.it + 1)
         return S(c, normal, proj, lam, s.it + 1, lane_it, stall, s.done | done, state)
 
     zeros = jnp.zeros((n_lanes,), jnp.int32)
     proj0 = vproject(normal.jtj, normal.jtr, c0, lin, lam_min)
     s0 = S(c0, normal, proj0, jnp.full((n_lanes,), opts.lam0, dtype), jnp.zeros((), jnp.int32),
-           zeros, zeros, (normal.sse <= sse_floor) & (normal.nbad == 0), state)
+           zeros, zeros, ~valid | ((normal.sse <= sse_floor) & (normal.nbad == 0)), state)
     out = lax.while_loop(cond, body, s0)
     return LMResult(out.c, out.normal.sse, out.normal.nbad, out.lane_it)
