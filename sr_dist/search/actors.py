@@ -159,11 +159,13 @@ class EvaluatorActor:
         ``starts``: one start (constant values for a local search, or None) per expression."""
         return await self._service.fit_many(expressions, agent_id, starts)
 
-    async def warmup(self) -> dict[str, Any]:
-        """Compile the small-program buckets up to 8 constants before the agents start."""
+    async def warmup(self, local: bool = False) -> dict[str, Any]:
+        """Compile the small-program buckets up to 8 constants before the agents start;
+        ``local``: their local-search executables too (a proposer that inherits constants)."""
         from sr_dist.search.service import search_warmup
 
-        return await self._service.warmup(search_warmup(self._features, self._const_buckets))
+        return await self._service.warmup(search_warmup(self._features, self._const_buckets),
+                                          local=local)
 
     async def prefit(self, expressions: list[str]) -> dict[str, Any]:
         """Fit a resumed run's old structures so re-proposals are cache hits."""

@@ -337,7 +337,13 @@ class Driver:
     def _start_evaluator(self) -> None:
         """Wait for the evaluator actor (and its warm-up); a clear error if it cannot start."""
         s = self.settings.evaluator
-        calls = [h.warmup.remote() if s.warmup else h.stats.remote() for h in self.evaluators]
+        # The offline proposer asks for local searches (inherited constants, on by default):
+        # compile those executables before the search too, not in its first seconds.
+        model = self.settings.model
+        local = (model.get("provider") == "evolve"
+                 and model.get("inherit_constants", True) is not False)
+        calls = [h.warmup.remote(local=local) if s.warmup else h.stats.remote()
+                 for h in self.evaluators]
         if s.warmup:
             replicas = f"{len(calls)} evaluator replicas" if len(calls) > 1 else "the evaluator"
             self.say(f"sr-dist: warming up {replicas} (compiling; cached across runs) ...")

@@ -262,11 +262,15 @@ class BatchingEvaluator:
         if self._wake is not None:
             self._wake.set()
 
-    async def warmup(self, formulas: Sequence[str]) -> dict[str, Any]:
+    async def warmup(self, formulas: Sequence[str], local: bool = False) -> dict[str, Any]:
         """Fit ``formulas`` directly (compiling their buckets), then forget their results so the
-        search's fit counts start clean. Returns what it cost."""
+        search's fit counts start clean; ``local``: also as local searches (from all-ones
+        starts), compiling those executables. Returns what it cost."""
         before = self._evaluator.stats()
         start = self._clock()
+        if local:  # first: a cached full fit would serve a local request
+            await asyncio.to_thread(self._evaluator.fit_many, list(formulas),
+                                    starts=[{} for _ in formulas])
         await asyncio.to_thread(self._evaluator.fit_many, list(formulas))
         clear = getattr(self._evaluator, "clear_cache", None)
         if callable(clear):

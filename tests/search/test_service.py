@@ -90,6 +90,10 @@ def test_warmup_compiles_then_forgets(evaluator: Evaluator) -> None:
     stats = service.stats()
     assert stats["warmup"]["fits"] == 2 and stats["cache_entries"] == 0
     assert stats["search_fits"] == stats["fits"] - 2
+    # With local searches too: each formula is fitted again from a start, then forgotten.
+    local = asyncio.run(service.warmup(formulas, local=True))
+    assert local["fits"] == 4
+    assert evaluator.stats()["local_fits"] >= 2 and service.stats()["cache_entries"] == 0
 
 
 # Variables that the old text rewriting (every "w" replaced by a longer prefix) mangled, and
