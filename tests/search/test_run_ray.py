@@ -60,16 +60,21 @@ def test_two_agents_one_evaluator(ray_cluster: None, tmp_path: Path) -> None:
     assert batching["mixed_agent_batches"] >= 1
     assert sum(batching["batch_sizes"].values()) == batching["batches"]
 
-    # ... and fitted every structure once, whichever agent proposed it and how often.
+    # ... and fitted every structure once, whichever agent proposed it and how often; the
+    # only second fit is the full refit of a structure an offspring's local search fitted first
+    # (inherited constants, docs/evaluator.md "Starts"), so at most one per local fit.
     shared = con.sql(
         "SELECT canonical FROM candidates WHERE status = 'ok' GROUP BY canonical "
         "HAVING count(DISTINCT agent_id) = 2").fetchall()
     assert shared, "the agents proposed no formula in common"
     fitted = con.sql("SELECT count(DISTINCT canonical) FROM candidates "
                      "WHERE status IN ('ok', 'nonfinite')").fetchall()[0][0]
-    assert summary.evaluator["search_fits"] == fitted
-    # Each shared structure's second request was served by the batch's dedup or the cache.
-    assert batching["duplicate_formulas"] + summary.evaluator["cache_hits"] >= len(shared)
+    refits = summary.evaluator["search_fits"] - fitted
+    assert 0 <= refits <= summary.evaluator["local_fits"]
+    # Each shared structure's second request was served by the batch's dedup or the cache, or
+    # was the full refit of a local search.
+    assert (batching["duplicate_formulas"] + summary.evaluator["cache_hits"] + refits
+            >= len(shared))
 
     # The runs row is final and agrees with the files.
     record = read_run(tmp_path, summary.run_id)
