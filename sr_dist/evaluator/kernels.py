@@ -156,14 +156,7 @@ def _fit_bucket(
                 pol = levenberg_marquardt(make_pass(polish_data), c[None, :], active, regs_p,
                                           key.lm, key.polish_iters, floors[1], linear)
                 c, fit_sse, iters = pol.c[0], pol.sse[0], iters + pol.iters[0] + 1
-        if key.loss.plain:
-            X, y, split = all_data
-            sse, bad = split_pass(code_i, n_instr, root, layout, c, vals0, X, y, split, N_SPLITS)
-            lsum = sse
-        else:
-            X, y, split, wa = all_data
-            sse, lsum, bad = objective_split_pass(code_i, n_instr, root, layout, c, vals0, X, y,
-                                                  split, wa, N_SPLITS, key.loss, floors[2])
+        sse, bad, lsum = _formula_metrics(key, code_i, meta_i, vals0, c, all_data, floors)
         return FitOutput(c, fit_sse, iters, sse, bad, lsum)
 
     capacity = key.capacity
@@ -283,6 +276,20 @@ def _fit_lanes(
     return FitOutput(c, fit_sse, iters, split_sse, split_bad, split_loss)
 
 
+def _formula_metrics(key: FitKey, code_i: Array, meta_i: Array, vals0: Array, c: Array,
+                     all_data: tuple[Array, ...], floors: Array) -> tuple[Array, Array, Array]:
+    """One formula's per-split SSE, non-finite rows and loss sum at constants ``c``."""
+    if key.loss.plain:
+        X, y, split = all_data
+        sse, bad = split_pass(code_i, meta_i[0], meta_i[1], key.layout, c, vals0, X, y, split,
+                              N_SPLITS)
+        return sse, bad, sse
+    X, y, split, wa = all_data
+    sse, lsum, bad = objective_split_pass(code_i, meta_i[0], meta_i[1], key.layout, c, vals0,
+                                          X, y, split, wa, N_SPLITS, key.loss, floors[2])
+    return sse, bad, lsum
+
+
 def _split_metrics(key: FitKey, code: Array, meta: Array, lits: Array, c: Array,
                    n_formulas: Array, all_data: tuple[Array, ...], floors: Array,
                    ) -> tuple[Array, Array, Array]:
@@ -296,16 +303,7 @@ def _split_metrics(key: FitKey, code: Array, meta: Array, lits: Array, c: Array,
 
     def metrics(i: Array, out: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
         vals0 = init_values(layout, lits[i], all_data[0].shape[2], dtype)
-        if key.loss.plain:
-            X, y, split = all_data
-            sse, bad = split_pass(code[i], meta[i, 0], meta[i, 1], layout, c[i], vals0, X, y,
-                                  split, N_SPLITS)
-            lsum = sse
-        else:
-            X, y, split, wa = all_data
-            sse, lsum, bad = objective_split_pass(code[i], meta[i, 0], meta[i, 1], layout, c[i],
-                                                  vals0, X, y, split, wa, N_SPLITS, key.loss,
-                                                  floors[2])
+        sse, bad, lsum = _formula_metrics(key, code[i], meta[i], vals0, c[i], all_data, floors)
         return tuple(lax.dynamic_update_index_in_dim(o, v, i, 0)
                      for o, v in zip(out, (sse, bad, lsum)))
 
