@@ -106,23 +106,27 @@ def _name(node: Node) -> str:
 
 
 def _fold(node: Node) -> Node:
-    """Fold number-only subtrees into one literal (float64 on the host, like numpy would)."""
+    """Fold number-only subtrees into one literal (float64 on the host, like numpy would).
+    A subtree with nothing to fold is returned as it is (no copy)."""
     if not node.args:
         return node
-    args = tuple(_fold(a) for a in node.args)
+    args = tuple([_fold(a) for a in node.args])
     if all(a.op == "num" for a in args):
         vals = [_num(a) for a in args]
         with np.errstate(all="ignore"):
             value = float(_NUMPY_OPS[node.op](*[np.float64(v) for v in vals]))
         return Node("num", value=value)
+    if all(a is b for a, b in zip(args, node.args)):
+        return node
     return Node(node.op, args, node.value, node.name)
 
 
 def _rewrite_pow(node: Node) -> Node:
-    """Turn ``a**2``, ``a**3``, ``a**0.5``, ``a**1`` and ``a**-1`` into cheaper exact forms."""
+    """Turn ``a**2``, ``a**3``, ``a**0.5``, ``a**1`` and ``a**-1`` into cheaper exact forms.
+    A subtree with no such power is returned as it is (no copy)."""
     if not node.args:
         return node
-    args = tuple(_rewrite_pow(a) for a in node.args)
+    args = tuple([_rewrite_pow(a) for a in node.args])
     if node.op == "pow" and args[1].op == "num":
         base, e = args[0], _num(args[1])
         if e == 1.0:
@@ -135,6 +139,8 @@ def _rewrite_pow(node: Node) -> Node:
             return Node("sqrt", (base,))
         if e == -1.0:
             return Node("div", (Node("num", value=1.0), base))
+    if all(a is b for a, b in zip(args, node.args)):
+        return node
     return Node(node.op, args, node.value, node.name)
 
 

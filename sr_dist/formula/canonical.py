@@ -7,12 +7,13 @@ arithmetic; semantics-preserving up to floating-point rounding, no algebraic sim
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .nodes import Node
 from .render import render_canonical
-from .tree import fold_tree, iter_nodes
+from .tree import iter_nodes
 
 __all__ = ["Canonical", "canonicalize"]
 
@@ -136,40 +137,39 @@ def _negate(item: _C) -> _C:
     return _nary("mul", (_cnum(-1.0), item))
 
 
-def _canonical_item(counts: Mapping[str, int]) -> Callable[[Node, tuple[_C, ...]], _C]:
-    def build(node: Node, kids: tuple[_C, ...]) -> _C:
-        op = node.op
-        if op == "num":
-            assert node.value is not None
-            return _cnum(float(node.value))
-        if op == "var":
-            return _C("var", (), None, node.name, "v" + str(node.name))
-        if op == "const":
-            return _C("const", (), None, node.name, f"c{counts[str(node.name)]}")
-        if op == "add" or op == "mul":
-            return _collect(op, kids)
-        if op == "sub":
-            return _collect("add", (kids[0], _negate(_finish(kids[1]))))
-        if op == "neg":
-            return _negate(_finish(kids[0]))
-        kids = tuple([_finish(k) for k in kids])
-        if op in ("div", "pow"):
-            a, b = kids
-            if a.op == "num" and b.op == "num":
-                x, y = float(a.value or 0.0), float(b.value or 0.0)
-                folded = _safe(lambda: x / y if op == "div" else math.pow(x, y))
-                if folded is not None:
-                    return _cnum(folded)
-            return _C(op, kids, None, None, f"{op}({a.key},{b.key})")
-        (a,) = kids
-        if a.op == "num":
-            arg = float(a.value or 0.0)
-            folded = _safe(lambda: _MATH_UNARY[op](arg))
+def _item(node: Node, counts: Mapping[str, int]) -> _C:
+    """The canonical item of ``node`` (a sum or product may still be collecting operands:
+    :func:`_finish` closes it). Recursive: :func:`canonicalize` makes room for deep trees."""
+    op = node.op
+    if op == "num":
+        assert node.value is not None
+        return _cnum(float(node.value))
+    if op == "var":
+        return _C("var", (), None, node.name, "v" + str(node.name))
+    if op == "const":
+        return _C("const", (), None, node.name, f"c{counts[str(node.name)]}")
+    args = node.args
+    if op == "add" or op == "mul":
+        return _collect(op, (_item(args[0], counts), _item(args[1], counts)))
+    if op == "sub":
+        return _collect("add", (_item(args[0], counts), _negate(_finish(_item(args[1], counts)))))
+    if op == "neg":
+        return _negate(_finish(_item(args[0], counts)))
+    if op in ("div", "pow"):
+        a, b = _finish(_item(args[0], counts)), _finish(_item(args[1], counts))
+        if a.op == "num" and b.op == "num":
+            x, y = float(a.value or 0.0), float(b.value or 0.0)
+            folded = _safe(lambda: x / y if op == "div" else math.pow(x, y))
             if folded is not None:
                 return _cnum(folded)
-        return _C(op, kids, None, None, f"{op}({a.key})")
-
-    return build
+        return _C(op, (a, b), None, None, f"{op}({a.key},{b.key})")
+    a = _finish(_item(args[0], counts))
+    if a.op == "num":
+        arg = float(a.value or 0.0)
+        folded = _safe(lambda: _MATH_UNARY[op](arg))
+        if folded is not None:
+            return _cnum(folded)
+    return _C(op, (a,), None, None, f"{op}({a.key})")
 
 
 def _split_sign(term: Node) -> tuple[bool, Node]:
@@ -203,29 +203,43 @@ def _chain(op: str, parts: Sequence[Node]) -> Node:
     return node
 
 
-def _emitter(rename: Mapping[str, str]) -> Callable[[_C, tuple[Node, ...]], Node]:
-    def emit(item: _C, kids: tuple[Node, ...]) -> Node:
-        op = item.op
-        if op == "num":
-            return Node("num", (), item.value)
-        if op == "var":
-            return Node("var", (), None, item.name)
-        if op == "const":
-            return Node("const", (), None, rename[str(item.name)])
-        if op == "mul":
-            first = kids[0]
-            if first.op == "num" and first.value == -1.0:
-                return Node("neg", (_chain("mul", kids[1:]),))
-            return _chain("mul", kids)
-        if op == "add":
-            node = kids[0]
-            for term in kids[1:]:
-                negative, magnitude = _split_sign(term)
-                node = Node("sub" if negative else "add", (node, magnitude))
-            return node
-        return Node(op, kids)
+def _emit(item: _C, rename: Mapping[str, str]) -> Node:
+    """The contract AST of a canonical item, constants renamed by ``rename`` (recursive)."""
+    op = item.op
+    if op == "num":
+        return Node("num", (), item.value)
+    if op == "var":
+        return Node("var", (), None, item.name)
+    if op == "const":
+        return Node("const", (), None, rename[str(item.name)])
+    kids = [_emit(a, rename) for a in item.args]
+    if op == "mul":
+        first = kids[0]
+        if first.op == "num" and first.value == -1.0:
+            return Node("neg", (_chain("mul", kids[1:]),))
+        return _chain("mul", kids)
+    if op == "add":
+        node = kids[0]
+        for term in kids[1:]:
+            negative, magnitude = _split_sign(term)
+            node = Node("sub" if negative else "add", (node, magnitude))
+        return node
+    return Node(op, tuple(kids))
 
-    return emit
+
+def _count_constants(node: Node, counts: dict[str, int]) -> None:
+    if node.op == "const":
+        counts[str(node.name)] = counts.get(str(node.name), 0) + 1
+    for a in node.args:
+        _count_constants(a, counts)
+
+
+def _order_constants(item: _C, order: dict[str, str]) -> None:
+    if item.op == "const":
+        if item.name not in order:
+            order[str(item.name)] = f"c{len(order)}"
+    for a in item.args:
+        _order_constants(a, order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,14 +257,28 @@ def canonicalize(tree: Node) -> Canonical:
     Semantics-preserving up to floating-point rounding (reassociation of sums and products);
     no algebraic simplification.
     """
+    try:
+        return _canonicalize(tree)
+    except RecursionError:
+        pass
+    # Deeper than the interpreter's limit allows (a hand-built tree): every pass recurses at
+    # most once per node and level, so a limit of a few frames per node is enough.
+    nodes = sum(1 for _ in iter_nodes(tree))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * nodes + 200))
+    try:
+        return _canonicalize(tree)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _canonicalize(tree: Node) -> Canonical:
+    """:func:`canonicalize` by plain recursion (one call per node and pass: the generic
+    ``fold_tree`` costs two, and this runs for every formula a search proposes)."""
     counts: dict[str, int] = {}
-    for node in iter_nodes(tree):
-        if node.op == "const":
-            counts[str(node.name)] = counts.get(str(node.name), 0) + 1
-    root = _finish(fold_tree(tree, _canonical_item(counts)))
+    _count_constants(tree, counts)
+    root = _finish(_item(tree, counts))
     order: dict[str, str] = {}
-    for item in iter_nodes(root):
-        if item.op == "const" and item.name not in order:
-            order[str(item.name)] = f"c{len(order)}"
-    ctree = fold_tree(root, _emitter(order))
+    _order_constants(root, order)
+    ctree = _emit(root, order)
     return Canonical(ctree, render_canonical(ctree), tuple(order))

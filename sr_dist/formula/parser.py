@@ -10,7 +10,7 @@ import keyword
 from dataclasses import dataclass
 
 from .errors import FormulaError
-from .lexer import Token, lex
+from .lexer import Token, lex, token_list
 from .nodes import CALLABLE, NAMED_NUMBERS, Node
 
 __all__ = ["Parsed", "parse_tree"]
@@ -32,40 +32,38 @@ class Parsed:
 
 def parse_tree(text: str, variables: frozenset[str], max_nodes: int, max_depth: int) -> Parsed:
     """Parse ``text`` (names in ``variables`` are variables); raises :class:`FormulaError`."""
-    parser = _Parser(text, variables, max_nodes, max_depth)
+    tokens = token_list(text)
+    parser = (_Parser(text, variables, max_nodes, max_depth, tokens) if tokens is not None
+              else _LexingParser(text, variables, max_nodes, max_depth, []))
     tree = parser.parse()
     return Parsed(tree, frozenset(parser.var_used), tuple(parser.const_order), parser.nodes)
 
 
 class _Parser:
-    """Recursive descent with an explicit depth bound and node budget (one use per parse)."""
+    """Recursive descent with an explicit depth bound and node budget (one use per parse),
+    over the whole token list of text that lexes cleanly."""
 
-    def __init__(
-        self, text: str, variables: frozenset[str], max_nodes: int, max_depth: int
-    ) -> None:
+    def __init__(self, text: str, variables: frozenset[str], max_nodes: int, max_depth: int,
+                 tokens: list[Token]) -> None:
         self.text = text
         self.variables = variables
         self.max_nodes = max_nodes
         self.max_depth = max_depth
-        self.tokens = lex(text)
-        self.buffer: list[Token] = []
+        self.buffer = tokens
+        self.pos = 0
         self.depth = 0
         self.nodes = 0
         self.const_order: dict[str, None] = {}
         self.var_used: set[str] = set()
 
     # token helpers -------------------------------------------------------------------------
-    def peek(self, k: int = 0) -> Token:
-        while len(self.buffer) <= k:
-            if self.buffer and self.buffer[-1].kind == "end":
-                return self.buffer[-1]
-            self.buffer.append(next(self.tokens))
-        return self.buffer[k]
+    def peek(self) -> Token:
+        return self.buffer[self.pos]
 
     def advance(self) -> Token:
-        tok = self.peek()
+        tok = self.buffer[self.pos]
         if tok.kind != "end":
-            self.buffer.pop(0)
+            self.pos += 1
         return tok
 
     def error(self, message: str, offset: int | None) -> FormulaError:
@@ -234,3 +232,26 @@ class _Parser:
             raise self.trailing(close, opener)
         self.advance()
         return self.make(tok, op, (arg,))
+
+
+class _LexingParser(_Parser):
+    """The parser over :func:`~sr_dist.formula.lexer.lex`'s lazy tokens, for text with a lexing
+    error: the scan stops where the parse does, so the error reported is the first one met."""
+
+    def __init__(self, text: str, variables: frozenset[str], max_nodes: int, max_depth: int,
+                 tokens: list[Token]) -> None:
+        super().__init__(text, variables, max_nodes, max_depth, tokens)
+        self.tokens = lex(text)
+
+    def peek(self) -> Token:
+        if self.pos >= len(self.buffer):
+            if self.buffer and self.buffer[-1].kind == "end":
+                return self.buffer[-1]
+            self.buffer.append(next(self.tokens))
+        return self.buffer[self.pos]
+
+    def advance(self) -> Token:
+        tok = self.peek()
+        if tok.kind != "end":
+            self.pos += 1
+        return tok

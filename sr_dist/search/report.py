@@ -61,22 +61,41 @@ def simplified_line(form: Simplified | None) -> list[str]:
     return [f"   simplified: {form.expression}  (val NMSE {form.nmse:.4g}; {', '.join(form.steps)})"]
 
 
-def _with_simplified(rows: list[dict[str, Any]], dataset: Any
+#: Seconds the end-of-run report spends simplifying the front, all entries together (sympy:
+#: up to a second an entry; the listing's own budget, ten seconds, was most of a 30-s run's
+#: wrap-up). The lowest-error entries go first, so the best formula's form is never the one
+#: cut short; ``sr-dist-query PATH --run ID`` simplifies the whole front with the listing's budget.
+REPORT_SIMPLIFY_S = 3.0
+
+
+def _with_simplified(rows: list[dict[str, Any]], dataset: Any,
+                     budget_s: float = REPORT_SIMPLIFY_S
                      ) -> tuple[list[dict[str, Any]], dict[str, Simplified]]:
     """The front rows with their ``simplified`` text (checked on the validation split), and
-    the simplified forms by candidate id."""
+    the simplified forms by candidate id; lowest validation NMSE first within ``budget_s``."""
     if dataset is None or not rows:
         return rows, {}
+    order = sorted(range(len(rows)), key=lambda i: _nmse_order(rows[i].get("val_nmse")))
     try:
-        found = simplify_entries(rows, dataset)
+        done = simplify_entries([rows[i] for i in order], dataset, budget_s=budget_s)
     except Exception:  # noqa: BLE001 - a nicety of the report, never a reason to fail
         log.debug("simplifying the front failed", exc_info=True)
         return rows, {}
+    found: list[Simplified] = [done[order.index(i)] for i in range(len(rows))]
     shown = [{**row, "simplified": form.expression if math.isfinite(form.raw_nmse) else None}
              for row, form in zip(rows, found)]
     forms = {str(row["candidate_id"]): form for row, form in zip(rows, found)
              if row.get("candidate_id")}
     return shown, forms
+
+
+def _nmse_order(value: Any) -> tuple[bool, float]:
+    """Sort key: rows with a finite validation NMSE first, lowest first."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return True, math.inf
+    return (not math.isfinite(number)), number
 
 
 def _form_of(forms: Mapping[str, Simplified], cand: Any, dataset: Any) -> Simplified | None:

@@ -211,3 +211,37 @@ def test_depth_limit_boundary(depth: int) -> None:
     else:
         with pytest.raises(FormulaError, match="nested too deeply"):
             parse_formula(text, VARS)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from([*TOKENS, "//", "1.x", "2.e5", "x2", "_a", "^2", "\t", "1.",
+                                 "9" * 400]), max_size=30).map("".join))
+def test_the_fast_lexer_gives_the_lazy_lexers_tokens_or_defers_to_it(text: str) -> None:
+    """``token_list`` is the parser's fast path: where it accepts a text it must yield exactly
+    the tokens ``lex`` does; where it declines (None), ``lex`` must raise on that text."""
+    from sr_dist.formula.lexer import lex, token_list
+
+    fast = token_list(text)
+    try:
+        slow = list(lex(text))
+    except FormulaError:
+        assert fast is None
+        return
+    assert fast == slow
+
+
+def test_a_tree_deeper_than_the_recursion_limit_still_has_a_canonical_form() -> None:
+    import sys
+
+    depth = sys.getrecursionlimit() + 500
+    tree = Node("var", name="x")
+    for i in range(depth):  # x + a0 + a1 + ... as a left chain, and a chain of negations
+        tree = Node("add", (tree, Node("const", name=f"a{i}")))
+    chain = Node("var", name="y")
+    for _ in range(depth):
+        chain = Node("neg", (chain,))
+    limit = sys.getrecursionlimit()
+    f = Formula.from_tree(tree, VARS, max_nodes=10 * depth)
+    assert f.canonical.startswith("x + c0 + c1") and len(f.canonical_constants) == depth
+    assert Formula.from_tree(chain, VARS, max_nodes=10 * depth).canonical == "y"
+    assert sys.getrecursionlimit() == limit  # raised for the deep pass only

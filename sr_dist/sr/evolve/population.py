@@ -108,10 +108,14 @@ class History:
     @property
     def has_units(self) -> bool:
         """Whether the candidates were checked against units (some carry a verdict)."""
+        if self.standing is not None:
+            return self.standing.units
         return any(i.consistent is not None for i in self.individuals)
 
     def solutions(self, target_nmse: float) -> list[Individual]:
         """Candidates under ``target_nmse``; with units, only the consistent ones count."""
+        if self.standing is not None and self.standing.min_nmse >= target_nmse:
+            return []  # nothing under the target: no need to look through them all
         solved = [i for i in self.individuals if i.nmse < target_nmse]
         return [i for i in solved if i.consistent is not False] if self.has_units else solved
 
@@ -171,6 +175,11 @@ class Standing:
     best: Individual | None
     front: tuple[Individual, ...]
     ranked: tuple[Individual, ...]
+    #: Whether any individual carries a dimensional verdict (:attr:`History.has_units`).
+    units: bool = False
+    #: No individual's NMSE is below this (a lower bound: an individual replaced by its full
+    #: fit may leave it lower than the current minimum).
+    min_nmse: float = math.inf
 
 
 class Standings:
@@ -191,6 +200,8 @@ class Standings:
         self._pending: list[Individual] = []
         self._best: Individual | None = None
         self._stale = False
+        self._units = False
+        self._min_nmse = math.inf
 
     def _key(self, ind: Individual) -> tuple[float, str]:
         return score(ind, self.parsimony), ind.canonical
@@ -205,6 +216,8 @@ class Standings:
             del self._keys[at], self._ranked[at]
             if replaces is self._best or any(m is replaces for m in self._front):
                 self._stale = True
+        self._units = self._units or ind.consistent is not None
+        self._min_nmse = min(self._min_nmse, ind.nmse)
         key = self._key(ind)
         at = bisect.bisect_right(self._keys, key)
         self._keys.insert(at, key)
@@ -221,7 +234,8 @@ class Standings:
         elif self._pending:
             self._front = pareto_front(self._front + self._pending)
         self._pending = []
-        return Standing(self.parsimony, self._best, tuple(self._front), tuple(self._ranked))
+        return Standing(self.parsimony, self._best, tuple(self._front), tuple(self._ranked),
+                        self._units, self._min_nmse)
 
 
 class HistoryReader:

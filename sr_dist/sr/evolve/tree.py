@@ -94,7 +94,10 @@ def total(terms: Sequence[Node]) -> Node:
 
 def size(node: Node) -> int:
     """Node count: the complexity measure the formula language uses."""
-    return 1 + sum(size(a) for a in node.args)
+    n = 1
+    for a in node.args:
+        n += size(a)
+    return n
 
 
 def depth(node: Node) -> int:
@@ -102,11 +105,21 @@ def depth(node: Node) -> int:
 
 
 def count_constants(node: Node) -> int:
-    return (node.op == "const") + sum(count_constants(a) for a in node.args)
+    if node.op == "const":
+        return 1
+    n = 0
+    for a in node.args:
+        n += count_constants(a)
+    return n
 
 
 def has_var(node: Node) -> bool:
-    return node.op == "var" or any(has_var(a) for a in node.args)
+    if node.op == "var":
+        return True
+    for a in node.args:
+        if has_var(a):
+            return True
+    return False
 
 
 def variables_of(node: Node) -> frozenset[str]:
@@ -119,10 +132,15 @@ def variables_of(node: Node) -> frozenset[str]:
 
 
 def walk(node: Node, path: Path = ()) -> Iterator[tuple[Path, Node]]:
-    """Every ``(path, subtree)`` in pre-order."""
-    yield path, node
-    for i, a in enumerate(node.args):
-        yield from walk(a, path + (i,))
+    """Every ``(path, subtree)`` in pre-order (an explicit stack: a recursive generator costs
+    a frame per level for every node it passes up)."""
+    stack = [(path, node)]
+    while stack:
+        at, cur = stack.pop()
+        yield at, cur
+        args = cur.args
+        for i in range(len(args) - 1, -1, -1):
+            stack.append((at + (i,), args[i]))
 
 
 def subtree(node: Node, path: Path) -> Node:
@@ -221,20 +239,39 @@ def tidy(node: Node, exponent: bool = False) -> Node:
     ``c``, ``c0*(c1*x + c2)`` becomes ``c0*(x + c1)`` (the product's constant is the sum's
     scale); literal exponents (``x**2``) stay literal. Bottom-up, so one pass suffices.
     """
-    if node.op in ("num", "const", "var"):
-        return node
-    if node.op == "pow":
-        base = tidy(node.args[0])
+    return _tidy(node)[0]
+
+
+def _tidy(node: Node) -> tuple[Node, bool, bool]:
+    """:func:`tidy`, with whether the result has a variable and (for a result without one)
+    whether it has a free constant, so no level walks its subtree again to find out."""
+    op = node.op
+    if op == "var":
+        return node, True, False
+    if op == "const":
+        return node, False, True
+    if op == "num":
+        return node, False, False
+    if op == "pow":
+        base, base_var, base_const = _tidy(node.args[0])
         expo = node.args[1]
-        expo = expo if expo.op == "num" else tidy(expo)
+        expo_var = expo_const = False
+        if expo.op != "num":
+            expo, expo_var, expo_const = _tidy(expo)
         node = Node("pow", (base, expo))
-        if not has_var(base) and not has_var(expo):
-            return const() if count_constants(node) else node
-        return node
-    node = Node(node.op, tuple(tidy(a) for a in node.args), node.value, node.name)
-    if not has_var(node):
+        if not base_var and not expo_var:
+            return (const(), False, True) if base_const or expo_const else (node, False, False)
+        return node, True, False
+    kids = [_tidy(a) for a in node.args]
+    node = Node(op, tuple([k[0] for k in kids]), node.value, node.name)
+    if not any(k[1] for k in kids):
         # A var-free subtree with a free constant in it is just a free constant.
-        return const() if count_constants(node) else node
+        return (const(), False, True) if any(k[2] for k in kids) else (node, False, False)
+    return _tidy_with_var(node), True, False
+
+
+def _tidy_with_var(node: Node) -> Node:
+    """The merges of :func:`tidy` at a node with a variable whose children are tidy."""
     if node.op == "neg" and node.args[0].op == "neg":
         return node.args[0].args[0]
     if node.op in ("mul", "div"):

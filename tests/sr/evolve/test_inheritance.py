@@ -215,6 +215,9 @@ def test_the_readers_standings_equal_a_full_sort_turn_by_turn(seed: int) -> None
         assert kept.pareto() == full.pareto()
         assert kept.ranked(0.02) == full.ranked(0.02)
         assert kept.ranked(0.1) == full.ranked(0.1)  # another parsimony: computed anew
+        assert kept.has_units == full.has_units
+        for target in (1.0, 0.05, 2e-3, 1e-4):  # all, some, few and none under the target
+            assert kept.solutions(target) == full.solutions(target)
         refitted += sum(not i.local and i.canonical in was_local for i in kept.individuals)
         was_local = {i.canonical for i in kept.individuals if i.local}
     assert refitted > 0  # the stream replaced local fits, the views' rare path
