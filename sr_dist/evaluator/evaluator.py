@@ -937,6 +937,10 @@ class Evaluator:
         for i, job in enumerate(batch):
             if kb:
                 full = np.ones((restarts, kb))
+                if local and job.start is not None and restarts == 1:
+                    full[0, :job.k] = job.start  # the start is the whole initial guess
+                    init[i] = full
+                    continue
                 full[:, :job.k] = initial_constants(job.canonical, opts.seed, restarts,
                                                      job.k, opts.init_spread)
                 if opts.data_starts and job.tree is not None and restarts > 1:

@@ -215,12 +215,20 @@ def init_duals(layout: Layout, lits: Array, chunk: int, dtype: jnp.dtype) -> Arr
     """Dual registers (R, 1+K, C): literal values in place, unit derivative rows for the
     constant slots, zero elsewhere (variables and literals never depend on a constant)."""
     k = layout.n_consts
-    regs = jnp.zeros((layout.n_regs, 1 + k, chunk), dtype=dtype)
-    if layout.n_lits:
-        block = jnp.broadcast_to(lits.astype(dtype)[:, None, None], (layout.n_lits, 1, chunk))
-        regs = lax.dynamic_update_slice(regs, block, (layout.lit_base, 0, 0))
+    regs = write_literals(layout, jnp.zeros((layout.n_regs, 1 + k, chunk), dtype=dtype), lits)
     eye = jnp.broadcast_to(jnp.eye(k, dtype=dtype)[:, :, None], (k, k, chunk))
     return lax.dynamic_update_slice(regs, eye, (layout.const_base, 1, 0))
+
+
+def write_literals(layout: Layout, regs: Array, lits: Array) -> Array:
+    """The dual registers ``regs`` (R, 1+K, C) with a formula's literal values ``lits`` in
+    their slots (value row; literals have no derivative), as :func:`init_duals` starts them and
+    as a register file shared by several formulas is rewritten for each."""
+    if not layout.n_lits:
+        return regs
+    block = jnp.broadcast_to(lits.astype(regs.dtype)[:, None, None],
+                             (layout.n_lits, 1, regs.shape[2]))
+    return lax.dynamic_update_slice(regs, block, (layout.lit_base, 0, 0))
 
 
 def set_constants(layout: Layout, vals: Array, c: Array) -> Array:

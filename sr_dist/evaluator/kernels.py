@@ -37,6 +37,7 @@ from sr_dist.evaluator.interpreter import (
     normal_pass,
     predict_pass,
     split_pass,
+    write_literals,
 )
 from sr_dist.evaluator.lm import LMOptions, PassFn, levenberg_marquardt, lm_lanes
 from sr_dist.evaluator.losses import LossSpec, objective_pass, objective_split_pass
@@ -196,10 +197,7 @@ def _lanes_pass(key: FitKey, code: Array, meta: Array, lits: Array, restarts: in
             regs, out = acc
             lane = order[i]
             f = lane // restarts
-            if layout.n_lits:
-                block = jnp.broadcast_to(lits[f].astype(regs.dtype)[:, None, None],
-                                         (layout.n_lits, 1, regs.shape[2]))
-                regs = lax.dynamic_update_slice(regs, block, (layout.lit_base, 0, 0))
+            regs = write_literals(layout, regs, lits[f])
             normal: Normal
             if key.loss.plain:
                 normal, regs = normal_pass(code[f], meta[f, 0], meta[f, 1], layout, c[lane],

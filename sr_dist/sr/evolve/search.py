@@ -49,7 +49,10 @@ REDUCED_SOLUTIONS = 3
 class EvolveConfig:
     """Knobs of the search; the defaults are what the benchmark in docs/benchmarks.md uses."""
 
-    batch_size: int = 32
+    #: Candidates per ``evaluate_formulas`` call: the most the tool takes (64). Each call has a
+    #: fixed cost in the agent loop and the evaluator actor, so 64 gave about 1.2 times the
+    #: distinct candidates a second of 32 (issue 32, docs/benchmarks.md "Throughput").
+    batch_size: int = 64
     #: A candidate with validation NMSE below this counts as a solution.
     target_nmse: float = 1e-11
     #: Score penalty per node (in decades of NMSE).
