@@ -1,10 +1,7 @@
 """The lexer: formula text -> tokens, rejecting every character the language has no use for.
 
 Each rejection names the construct a model most likely meant (subscripts, strings, comparisons,
-...), so the message says what to change. :func:`token_list` is the fast path for text that
-lexes cleanly (one compiled regular expression over the whole text, about five times the
-character-by-character scan); text it does not accept goes through :func:`lex`, which finds
-and words the error.
+...), so the message says what to change.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from typing import NamedTuple
 
 from .errors import FormulaError
 
-__all__ = ["Token", "lex", "token_list"]
+__all__ = ["Token", "lex"]
 
 _NUM_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -142,41 +139,3 @@ def lex(text: str) -> Iterator[Token]:
         raise FormulaError(message, i, text)
     yield Token("end", "", n)
 
-
-#: Every token the language has, after optional blanks; anything else is ``bad`` (a character
-#: :func:`lex` rejects, or ``//``), and the text is handed to :func:`lex` for its message.
-_TOKEN_RE = re.compile(
-    r"[ \t\r\n]*(?:(?P<num>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<bad>//)|(?P<op>\*\*|[*/+^-])|(?P<punct>[(),])"
-    r"|(?P<other>[^ \t\r\n]))")
-
-
-def token_list(text: str) -> list[Token] | None:
-    """All tokens of ``text`` (ending with the ``end`` token) where it lexes cleanly, else None:
-    the same tokens :func:`lex` yields, so a parser may use either; for text with an error,
-    :func:`lex` raises it where the parser reaches it."""
-    out: list[Token] = []
-    append = out.append
-    n = len(text)
-    for match in _TOKEN_RE.finditer(text):
-        kind = match.lastgroup
-        if kind == "name":
-            append(Token("name", match.group(kind), match.start(kind)))
-        elif kind == "op":
-            op = match.group(kind)
-            append(Token("op", "**" if op == "^" else op, match.start(kind)))
-        elif kind == "num":
-            literal, end = match.group(kind), match.end()
-            if literal[-1] == "." and end < n and (text[end].isalpha() or text[end] == "_"):
-                return None
-            value = float(literal)
-            if not math.isfinite(value):
-                return None
-            append(Token("num", literal, match.start(kind), value))
-        elif kind == "punct":
-            ch = match.group(kind)
-            append(Token(ch, ch, match.start(kind)))
-        elif kind is not None:
-            return None
-    append(Token("end", "", n))
-    return out

@@ -81,7 +81,9 @@ def _with_simplified(rows: list[dict[str, Any]], dataset: Any,
     except Exception:  # noqa: BLE001 - a nicety of the report, never a reason to fail
         log.debug("simplifying the front failed", exc_info=True)
         return rows, {}
-    found: list[Simplified] = [done[order.index(i)] for i in range(len(rows))]
+    found: list[Simplified] = [done[0]] * len(rows)
+    for k, i in enumerate(order):  # back to the front's order
+        found[i] = done[k]
     shown = [{**row, "simplified": form.expression if math.isfinite(form.raw_nmse) else None}
              for row, form in zip(rows, found)]
     forms = {str(row["candidate_id"]): form for row, form in zip(rows, found)

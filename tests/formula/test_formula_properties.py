@@ -213,23 +213,6 @@ def test_depth_limit_boundary(depth: int) -> None:
             parse_formula(text, VARS)
 
 
-@settings(max_examples=600, deadline=None)
-@given(st.lists(st.sampled_from([*TOKENS, "//", "1.x", "2.e5", "x2", "_a", "^2", "\t", "1.",
-                                 "9" * 400]), max_size=30).map("".join))
-def test_the_fast_lexer_gives_the_lazy_lexers_tokens_or_defers_to_it(text: str) -> None:
-    """``token_list`` is the parser's fast path: where it accepts a text it must yield exactly
-    the tokens ``lex`` does; where it declines (None), ``lex`` must raise on that text."""
-    from sr_dist.formula.lexer import lex, token_list
-
-    fast = token_list(text)
-    try:
-        slow = list(lex(text))
-    except FormulaError:
-        assert fast is None
-        return
-    assert fast == slow
-
-
 def test_a_tree_deeper_than_the_recursion_limit_still_has_a_canonical_form() -> None:
     import sys
 
