@@ -937,16 +937,14 @@ class Evaluator:
         for i, job in enumerate(batch):
             if kb:
                 full = np.ones((restarts, kb))
-                if local and job.start is not None and restarts == 1:
-                    full[0, :job.k] = job.start  # the start is the whole initial guess
-                    init[i] = full
-                    continue
-                full[:, :job.k] = initial_constants(job.canonical, opts.seed, restarts,
-                                                     job.k, opts.init_spread)
+                started = local and job.start is not None
+                if not (started and restarts == 1):  # else the start is the whole guess
+                    full[:, :job.k] = initial_constants(job.canonical, opts.seed, restarts,
+                                                         job.k, opts.init_spread)
                 if opts.data_starts and job.tree is not None and restarts > 1:
                     full[:, :job.k] = hinted_restarts(job.tree, [f"c{j}" for j in range(job.k)],
                                                       full[:, :job.k], self._data_hints())
-                if local and job.start is not None:
+                if started:
                     full[0, :job.k] = job.start
                 init[i] = full
         layout = Layout(f, kb, sc.n_lits, sc.n_temps)

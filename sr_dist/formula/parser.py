@@ -43,8 +43,8 @@ def parse_tree(text: str, variables: frozenset[str], max_nodes: int, max_depth: 
 
 class _Parser:
     """Recursive descent with an explicit depth bound and node budget (one use per parse),
-    over the whole token list of a text that lexes cleanly (an index into a list: about 15%
-    of a parse faster than pulling tokens from the lexer as it goes)."""
+    over the whole token list of a text that lexes cleanly (an index into a list: about 10%
+    of a parse faster than pulling tokens from the lexer as it goes, 70 against 78 µs)."""
 
     def __init__(self, text: str, variables: frozenset[str], max_nodes: int, max_depth: int,
                  tokens: list[Token]) -> None:
