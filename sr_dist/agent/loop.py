@@ -14,8 +14,12 @@ is compacted are plain functions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +40,7 @@ from sr_dist.agent.messages import LoopMessages
 from sr_dist.conversation import Context
 from sr_dist.models.base import ModelError, ModelProtocol, ModelResponse, Usage
 from sr_dist.parsers.base import BaseParser
-from sr_dist.tools.execution import run_coroutine_blocking
+from sr_dist.tools.execution import await_in_thread, run_coroutine_blocking
 from sr_dist.tools.experience import CallRecord, call_record
 from sr_dist.tools.outcomes import failure_result
 from sr_dist.tools.registry import ToolCatalog
@@ -358,6 +362,32 @@ class Agent:
     def run(self) -> AgentResult:
         """Run to the end; works with or without an event loop running in this thread."""
         return run_coroutine_blocking(self.arun())
+
+    async def aprepare(self, nice: int = 0) -> None:
+        """Let the model do, before the run, the work its first call would do from the task
+        alone (a model with a ``prepare(context)`` method: evolve builds its seed library
+        there), so a host can do it while the evaluator warms up and the first proposals go
+        out when the run starts. The run's clock and limits are untouched. ``nice``: on Linux,
+        run it in a thread that much lower in priority (a host preparing beside the
+        evaluator's start gives way to it). A failure is logged, never raised: the first call does the
+        work itself."""
+        prepare = getattr(self.model, "prepare", None)
+        if self._started or not callable(prepare):
+            return
+        context = self.context
+
+        def body() -> None:
+            if nice > 0 and sys.platform.startswith("linux"):  # nice is per thread there
+                with contextlib.suppress(OSError):
+                    tid = threading.get_native_id()  # relative: Ray's workers already run niced
+                    os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+            prepare(context)
+
+        try:
+            await await_in_thread(body, "sr-dist-prepare")
+        except Exception as exc:  # noqa: BLE001 - preparing is an optimisation, never a failure
+            log.warning("agent %s: preparing the model failed (%s: %s); its first call does "
+                        "that work", self.episode.agent_id, type(exc).__name__, exc)
 
     async def arun(self) -> AgentResult:
         """Run to the end and return the result; never raises for model, provider or tool trouble."""

@@ -244,6 +244,10 @@ class ModelProtocol(Protocol):
     agent which parser reads the replies. ``tools`` are OpenAI function-tool dicts
     (``catalog.openai_tools()``); adapters in ``json``/``text`` mode do not send them. Both
     calls raise :class:`ModelError` on failure and nothing else.
+
+    Optional: ``prepare(context)``, the part of the first call's work that needs only the
+    task (``context.info``), which the agent loop runs before its clock starts
+    (``Agent.aprepare``); the offline ``evolve`` builds its seed library there.
     """
 
     name: str

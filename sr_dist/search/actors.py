@@ -64,6 +64,9 @@ log = logging.getLogger(__name__)
 #: Worker threads of an agent actor beyond one per hosted episode (model calls of remote
 #: providers run on the event loop's default executor, one thread per waiting call).
 SPARE_THREADS = 8
+#: How much lower a priority an episode's preparation runs at (Linux nice, per thread) while
+#: the evaluator starts beside it: the evaluator's start is what the search waits for.
+PREPARE_NICE = 10
 
 
 @ray.remote
@@ -304,7 +307,7 @@ class ResultWriter:
 class _Hosted:
     """One episode an agent actor hosts: its spec, stop flag, row sink and recorder."""
 
-    __slots__ = ("spec", "cancel", "sink", "recorder", "client")
+    __slots__ = ("spec", "cancel", "sink", "recorder", "client", "prepared")
 
     def __init__(self, spec: Any, writer: Any, pool: Any, max_in_flight: int) -> None:
         from sr_dist.search.recording import CandidateRecorder
@@ -316,6 +319,8 @@ class _Hosted:
                                           spec.dataset_name, self.sink,
                                           step_offset=spec.step_offset)
         self.client = pool.client(spec.agent_id, max_in_flight)
+        #: The episode being built before its run (``AgentActor.prepare``), or None.
+        self.prepared: asyncio.Task[Any] | None = None
 
 
 @ray.remote
@@ -355,6 +360,26 @@ class AgentActor:
                                                 thread_name_prefix="sr-dist-agent")
             asyncio.get_running_loop().set_default_executor(self._executor)
 
+    async def prepare(self, agent_id: int | None = None) -> None:
+        """Build a hosted episode and let its model prepare (evolve's seed library: seconds of
+        CPU) before its run: the driver asks while the evaluator warms up, so the first
+        proposals go out as soon as the search starts. Its run uses what this built; a run
+        not prepared builds its episode itself."""
+        hosted = self._pick(agent_id)
+        if hosted.prepared is None:
+            hosted.prepared = asyncio.get_running_loop().create_task(
+                self._prepare(hosted, PREPARE_NICE))
+        await asyncio.shield(hosted.prepared)
+
+    async def _prepare(self, hosted: _Hosted, nice: int) -> Any:
+        from sr_dist.search.agent_run import prepare_episode
+
+        self._ensure_threads()
+        mode = getattr(hosted.spec, "tool_experience", "off")
+        notes = await self._experience_notes(hosted.spec.agent_id) if mode in ("on", "read_only") else None
+        return await prepare_episode(hosted.spec, self._dataset, hosted.client, hosted.recorder,
+                                     hosted.cancel, experience=notes, nice=nice)
+
     async def run(self, agent_id: int | None = None) -> Any:
         """Run one hosted episode (the only one when ``agent_id`` is None) to its end; returns
         an ``AgentOutcome`` (never raises for the agent's own failures: they are in it)."""
@@ -363,12 +388,14 @@ class AgentActor:
         self._ensure_threads()
         hosted = self._pick(agent_id)
         mode = getattr(hosted.spec, "tool_experience", "off")
-        notes = await self._experience_notes(hosted.spec.agent_id) if mode in ("on", "read_only") else None
         sink = self._experience_sink(hosted.spec.agent_id) if mode == "on" else None
+        if hosted.prepared is None:  # not prepared (a restarted agent): build it at once
+            hosted.prepared = asyncio.get_running_loop().create_task(self._prepare(hosted, 0))
         try:
+            prepared = await asyncio.shield(hosted.prepared)
             outcome = await run_episode(hosted.spec, self._dataset, hosted.client,
-                                        hosted.recorder, hosted.cancel, experience=notes,
-                                        experience_sink=sink)
+                                        hosted.recorder, hosted.cancel,
+                                        experience_sink=sink, prepared=prepared)
         finally:
             await asyncio.to_thread(hosted.sink.drain)
         host = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"

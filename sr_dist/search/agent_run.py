@@ -26,7 +26,8 @@ from sr_dist.sr.sandbox import RunPythonLimits
 from sr_dist.sr.state import EpisodeState
 from sr_dist.tools.experience import ToolExperience, fold_experience
 
-__all__ = ["AgentOutcome", "AgentSpec", "ExperienceSink", "agent_seed", "build_agent", "run_episode", "run_python_limits"]
+__all__ = ["AgentOutcome", "AgentSpec", "ExperienceSink", "PreparedEpisode", "agent_seed", "build_agent",
+           "prepare_episode", "run_episode", "run_python_limits"]
 
 log = logging.getLogger(__name__)
 
@@ -208,16 +209,23 @@ async def _send_experience(spec: AgentSpec, agent: Any, sink: ExperienceSink) ->
         log.warning("agent %d: its tool experience was not written: %s", spec.agent_id, exc)
 
 
-async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
-                      cancel_event: threading.Event | None = None, *,
-                      experience: Mapping[str, str] | None = None,
-                      experience_sink: ExperienceSink | None = None) -> AgentOutcome:
-    """Run one episode to its end; every failure is reported in the outcome, never raised.
+@dataclasses.dataclass
+class PreparedEpisode:
+    """An episode built before its run (:func:`prepare_episode`): the agent, with its model
+    warmed, and the MCP toolset it holds open (closed when the episode ends)."""
 
-    ``experience`` (tool name -> note) extends the tools' descriptions; ``experience_sink``
-    receives the episode's folded tool experience once it has ended (a failure there is
-    logged: experience is advice, and losing it must not fail the agent)."""
-    cancel = cancel_event if cancel_event is not None else threading.Event()
+    agent: Any
+    toolset: Any = None
+
+
+async def prepare_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
+                          cancel_event: threading.Event, *,
+                          experience: Mapping[str, str] | None = None,
+                          nice: int = 0) -> PreparedEpisode | AgentOutcome:
+    """Build one episode's agent and let its model prepare (``Agent.aprepare``: evolve's seed
+    library; ``nice``: at that lower priority), which a host does while the evaluator warms
+    up; a broken config comes back as an outcome with ``stop_reason`` ``error``, never
+    raised."""
     toolset = None
     try:
         extra_tools: Any = ()
@@ -228,13 +236,36 @@ async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: A
 
             toolset = await astart_mcp_tools(spec.servers)
             extra_tools = toolset.tools(reserved=(*FORMULA_TOOLS, *OPT_IN_TOOLS))
-        agent = build_agent(spec, dataset, evaluator, recorder, cancel, extra_tools=extra_tools,
-                            experience=experience)
+        agent = build_agent(spec, dataset, evaluator, recorder, cancel_event,
+                            extra_tools=extra_tools, experience=experience)
     except Exception as exc:  # noqa: BLE001 - a broken config ends this agent with a reason
         log.error("agent %d could not start: %s", spec.agent_id, exc)
         if toolset is not None:
             await toolset.aclose()
         return AgentOutcome(spec.agent_id, "error", error=f"{type(exc).__name__}: {exc}")
+    await agent.aprepare(nice=nice)
+    return PreparedEpisode(agent, toolset)
+
+
+async def run_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
+                      cancel_event: threading.Event | None = None, *,
+                      experience: Mapping[str, str] | None = None,
+                      experience_sink: ExperienceSink | None = None,
+                      prepared: PreparedEpisode | AgentOutcome | None = None) -> AgentOutcome:
+    """Run one episode to its end; every failure is reported in the outcome, never raised.
+
+    ``experience`` (tool name -> note) extends the tools' descriptions; ``experience_sink``
+    receives the episode's folded tool experience once it has ended (a failure there is
+    logged: experience is advice, and losing it must not fail the agent). ``prepared``: what
+    :func:`prepare_episode` built for this episode with the same arguments (``cancel_event``
+    and ``experience`` are then already in it); without it the episode is built here."""
+    cancel = cancel_event if cancel_event is not None else threading.Event()
+    if prepared is None:
+        prepared = await prepare_episode(spec, dataset, evaluator, recorder, cancel,
+                                         experience=experience)
+    if isinstance(prepared, AgentOutcome):
+        return prepared
+    agent, toolset = prepared.agent, prepared.toolset
     try:
         result = await agent.arun()
     except Exception as exc:  # noqa: BLE001 - the loop promises not to raise; belt and braces

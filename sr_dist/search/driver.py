@@ -218,13 +218,17 @@ class Driver:
                  roll_files=s.results.roll_files, roll_s=s.results.roll_s,
                  target_file_mb=s.results.target_file_mb, compact=s.results.compact)
         self._start_pool(self._held)
-        # The agent actors' processes start (Ray worker, imports, the dataset) while the
-        # evaluator compiles; their episodes begin only once it is ready.
+        # The agent actors' processes start (Ray worker, imports, the dataset) and build
+        # their episodes (evolve's seed library) while the evaluator compiles; the episodes
+        # begin, and the search's clock starts, once it is ready.
         per_actor = s.search.agents_per_actor
         hosts = [self._create_agents([self._spec(agent_id) for agent_id in
                                       range(first, min(first + per_actor, s.search.agents))],
                                      agent_actor_name(self.run_id, first))
                  for first in range(0, s.search.agents, per_actor)]
+        for actor, specs in hosts:
+            for spec in specs:
+                actor.prepare.remote(spec.agent_id)
         self._start_evaluator()
         self._prefit()
         self._expect(list(range(s.search.agents)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import threading
 import time
@@ -47,6 +48,12 @@ __all__ = [
 
 T = TypeVar("T")
 _TRACEBACK_CHARS = 4000
+
+#: Arguments a catalog has just checked against a schema (``call_tool_*`` with
+#: ``checked_schema``): (schema, arguments). The first runner check in the call consumes it and
+#: does not validate again when the tool's own schema and the arguments are those.
+_CHECKED: contextvars.ContextVar[tuple[Mapping[str, Any], Mapping[str, Any]] | None] = (
+    contextvars.ContextVar("sr_dist_checked_arguments", default=None))
 
 
 class DeadlineExceeded(Exception):
@@ -183,13 +190,17 @@ def _contract_broken(tool: Tool, start: float, exc: Exception | None = None, got
     )
 
 
-def call_tool_sync(tool: Tool, arguments: Mapping[str, Any]) -> ToolCallResult:
+def call_tool_sync(tool: Tool, arguments: Mapping[str, Any],
+                   checked_schema: Mapping[str, Any] | None = None) -> ToolCallResult:
     """Call any tool synchronously (its ``__call__`` when it has one, else its ``acall``).
 
     A tool that breaks the contract (raises, or returns something else) is contained as a
-    ``tool_error`` result; ``ToolRunAbort`` still propagates.
+    ``tool_error`` result; ``ToolRunAbort`` still propagates. ``checked_schema``: the schema
+    the caller has already validated ``arguments`` against (a catalog's bind); a tool whose
+    own input schema it is does not validate them again.
     """
     start = time.perf_counter()
+    token = _CHECKED.set((checked_schema, arguments)) if checked_schema is not None else None
     try:
         if callable(tool):
             result = tool(**arguments)
@@ -199,18 +210,27 @@ def call_tool_sync(tool: Tool, arguments: Mapping[str, Any]) -> ToolCallResult:
         raise
     except Exception as exc:  # noqa: BLE001 - contain a foreign tool's bug
         return _contract_broken(tool, start, exc=exc)
+    finally:
+        if token is not None:
+            _CHECKED.reset(token)
     return result if isinstance(result, ToolCallResult) else _contract_broken(tool, start, got=result)
 
 
-async def call_tool_async(tool: Tool, arguments: Mapping[str, Any]) -> ToolCallResult:
-    """Await any tool's ``acall``, containing contract breaks like :func:`call_tool_sync`."""
+async def call_tool_async(tool: Tool, arguments: Mapping[str, Any],
+                          checked_schema: Mapping[str, Any] | None = None) -> ToolCallResult:
+    """Await any tool's ``acall``, containing contract breaks like :func:`call_tool_sync`
+    (``checked_schema`` as there)."""
     start = time.perf_counter()
+    token = _CHECKED.set((checked_schema, arguments)) if checked_schema is not None else None
     try:
         result = await tool.acall(**arguments)
     except ToolRunAbort:
         raise
     except Exception as exc:  # noqa: BLE001 - contain a foreign tool's bug
         return _contract_broken(tool, start, exc=exc)
+    finally:
+        if token is not None:
+            _CHECKED.reset(token)
     return result if isinstance(result, ToolCallResult) else _contract_broken(tool, start, got=result)
 
 
@@ -231,6 +251,17 @@ def _cancelled(plan: CallPlan, start: float, when: str) -> ToolCallResult:
     )
 
 
+def _already_checked(validator: Draft202012Validator, arguments: Mapping[str, Any]) -> bool:
+    """Whether the caller (a catalog) has just validated these very arguments against this
+    schema (see :data:`_CHECKED`); consumed, so a tool the tool calls validates its own."""
+    flagged = _CHECKED.get()
+    if flagged is None:
+        return False
+    _CHECKED.set(None)
+    schema, checked = flagged
+    return bool(validator.schema == schema and checked == arguments)
+
+
 def _precheck(
     plan: CallPlan, arguments: Mapping[str, Any], start: float
 ) -> tuple[ToolCallResult | None, dict[str, Any]]:
@@ -240,7 +271,7 @@ def _precheck(
         return _cancelled(plan, start, "before it ran"), {}
     reasons: list[str] = []
     bound = dict(arguments)
-    if plan.input_validator is not None:
+    if plan.input_validator is not None and not _already_checked(plan.input_validator, arguments):
         checked = check_arguments(plan.input_validator, arguments)
         reasons, bound = list(checked.reasons), dict(checked.arguments)
     if not reasons and plan.signature is not None:

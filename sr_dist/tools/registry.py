@@ -75,12 +75,12 @@ class BoundCall:
     def invoke(self) -> ToolCallResult:
         """Run the bound call synchronously; never raises except ``ToolRunAbort``."""
         start = time.perf_counter()
-        return self._settle(call_tool_sync(self.tool, self.arguments), start)
+        return self._settle(call_tool_sync(self.tool, self.arguments, self.spec.parameters), start)
 
     async def ainvoke(self) -> ToolCallResult:
         """Run the bound call asynchronously; never raises except ``ToolRunAbort``/cancellation."""
         start = time.perf_counter()
-        return self._settle(await call_tool_async(self.tool, self.arguments), start)
+        return self._settle(await call_tool_async(self.tool, self.arguments, self.spec.parameters), start)
 
     def _settle(self, result: ToolCallResult, start: float) -> ToolCallResult:
         if result.ok and self.output_validator is not None:

@@ -9,7 +9,7 @@ import pytest
 
 from sr_dist.data import Dataset, load_dataset
 from sr_dist.evaluator import Evaluator
-from sr_dist.search.agent_run import AgentSpec, run_episode
+from sr_dist.search.agent_run import AgentSpec, PreparedEpisode, prepare_episode, run_episode
 from sr_dist.search.recording import CandidateRecorder
 
 
@@ -117,3 +117,73 @@ def test_fits_cut_off_by_the_deadline_are_recorded_before_the_episode_returns(
     assert counted == len(rows) > 0  # the cut-off call's fits, recorded before the return
     time.sleep(2.0)  # nothing arrives after the episode has returned
     assert recorder.recorded == len(rows) == counted
+
+
+class _PreparingModel:
+    """The scripted model with a ``prepare`` that notes where and how it ran."""
+
+    def __init__(self, inner: Any, fail: bool = False) -> None:
+        self.inner, self.fail = inner, fail
+        self.name, self.tool_mode = inner.name, inner.tool_mode
+        self.prepared: list[tuple[Any, int, int]] = []
+
+    def prepare(self, context: Any) -> None:
+        import os
+        import threading
+
+        tid = threading.get_native_id()
+        self.prepared.append((context, os.getpriority(os.PRIO_PROCESS, tid),
+                              os.getpriority(os.PRIO_PROCESS, os.getpid())))
+        if self.fail:
+            raise RuntimeError("no library today")
+
+    def call(self, context: Any, tools: Any = None) -> Any:
+        return self.inner.call(context, tools)
+
+    async def acall(self, context: Any, tools: Any = None) -> Any:
+        return await self.inner.acall(context, tools)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_prepared_episode_runs_what_was_built_and_a_failed_prepare_costs_nothing(
+        dataset: Dataset, evaluator: Evaluator, fail: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """``prepare_episode`` builds the agent and runs its model's ``prepare`` (in a thread niced
+    below the caller's on Linux) before the run; ``run_episode`` then runs that very agent. A
+    ``prepare`` that fails is logged and the episode runs all the same."""
+    import sys
+    import threading
+
+    from sr_dist.search.agent_run import build_agent
+
+    spec = _spec(model={"provider": "scripted", "formulas_per_call": 4, "structures": 8},
+                 max_turns=2)
+    rows: list[dict[str, Any]] = []
+    recorder = CandidateRecorder("r", 1, "evolve", dataset.name, rows.extend)
+    cancel = threading.Event()
+    prepared = asyncio.run(prepare_episode(spec, dataset, evaluator, recorder, cancel, nice=5))
+    assert isinstance(prepared, PreparedEpisode)
+    # the same episode, with a model that records its preparation
+    agent = build_agent(spec, dataset, evaluator, recorder, cancel)
+    model = _PreparingModel(agent.model, fail=fail)
+    agent.model = model
+    asyncio.run(agent.aprepare(nice=5))
+    (context, thread_nice, process_nice), = model.prepared
+    assert context is agent.context
+    if sys.platform.startswith("linux"):
+        assert thread_nice == min(19, process_nice + 5)
+    if fail:
+        assert "preparing the model failed" in caplog.text and "no library today" in caplog.text
+    outcome = asyncio.run(run_episode(spec, dataset, evaluator, recorder, cancel,
+                                      prepared=PreparedEpisode(agent)))
+    assert outcome.error is None and outcome.tool_calls >= 1
+    assert outcome.candidates == len(rows) > 0
+
+
+def test_a_broken_config_comes_back_from_prepare_as_the_outcome(dataset: Dataset) -> None:
+    import threading
+
+    spec = _spec(model={"provider": "no-such-provider"})
+    prepared = asyncio.run(prepare_episode(spec, dataset, object(), None, threading.Event()))
+    assert not isinstance(prepared, PreparedEpisode) and prepared.stop_reason == "error"
+    assert "no-such-provider" in (prepared.error or "")
+    assert asyncio.run(run_episode(spec, dataset, object(), None, prepared=prepared)) == prepared

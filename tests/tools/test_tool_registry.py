@@ -433,3 +433,62 @@ def test_async_callable_object_as_fn(mode: str) -> None:
     )
     result = tool(key="k") if mode == "sync" else asyncio.run(tool.acall(key="k"))
     assert result.ok and result.result == {"value": "k"}
+
+
+class _Scale(BaseTool):
+    metadata = ToolMetadata(name="scale_values")
+
+    def execute(self, values: list[float], factor: int = 2) -> dict[str, Any]:
+        """Multiply each value by factor.
+
+        Args:
+            values: The numbers.
+            factor: The multiplier.
+        """
+        return {"values": [v * factor for v in values]}
+
+
+class _Rewriting(_Scale):
+    """A subclass whose ``acall`` changes the arguments before the runner sees them."""
+
+    metadata = ToolMetadata(name="scale_rewritten")
+
+    async def acall(self, /, **arguments: Any) -> ToolCallResult:
+        return await super().acall(**{**arguments, "factor": "three"})
+
+
+def _counting_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import sr_dist.tools.execution as execution
+
+    seen: list[str] = []
+    real = execution.check_arguments
+
+    def counting(validator: Any, arguments: Any) -> Any:
+        seen.append(sorted(arguments))
+        return real(validator, arguments)
+
+    monkeypatch.setattr(execution, "check_arguments", counting)
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_catalog_call_validates_its_arguments_once(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """The catalog's bind has checked (and coerced) the arguments against the tool's own schema,
+    so the tool's runner does not check them again; a direct call still checks them."""
+    seen = _counting_checks(monkeypatch)
+    catalog = ToolRegistry([_Scale()]).open_catalog()
+    call = ToolCall("scale_values", {"values": [1.5, 2.0], "factor": 3.0})
+    result = catalog.invoke(call) if mode == "sync" else asyncio.run(catalog.ainvoke(call))
+    assert result.ok and result.result == {"values": [4.5, 6.0]}  # 3.0 coerced to 3 by the bind
+    assert seen == []  # the runner's own check was skipped
+    direct = _Scale()(values=[1.0], factor=2)
+    assert direct.ok and len(seen) == 1
+    refused = catalog.invoke(ToolCall("scale_values", {"values": "no"}))
+    assert not refused.ok and "values" in refused.result_str and len(seen) == 1
+
+
+def test_arguments_changed_after_the_bind_are_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _counting_checks(monkeypatch)
+    catalog = ToolRegistry([_Rewriting()]).open_catalog()
+    result = asyncio.run(catalog.ainvoke(ToolCall("scale_rewritten", {"values": [1.0]})))
+    assert len(seen) == 1 and not result.ok and "factor" in result.result_str

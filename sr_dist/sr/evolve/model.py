@@ -126,6 +126,17 @@ class EvolveModel:
     async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
         return await asyncio.to_thread(self.call, context, tools)
 
+    def prepare(self, context: Context) -> None:
+        """Build the seed library for ``context``'s data and its seeds' keys (what the first
+        :meth:`call` would spend seconds on), so an agent host can do it before the run
+        starts (``Agent.aprepare``). Proposals are the same with or without it."""
+        variables = self._variables(context)
+        sample = sample_from_info(context.info, variables)
+        units = units_from_info(context.info, variables)
+        library = self._library(variables, sample, units)
+        keys = self._seed_keys.setdefault(_library_key(variables, sample, units), SeedKeys())
+        keys.fill(library, variables, self.config)
+
     # ------------------------------------------------------------------ helpers
 
     def _variables(self, context: Context) -> tuple[str, ...]:

@@ -232,6 +232,13 @@ class SeedKeys:
         self._keys[id(seed)] = (seed, key)
         return key
 
+    def fill(self, library: Sequence[Seed], variables: Sequence[str], config: EvolveConfig) -> None:
+        """Compute every seed's key now (before a run starts: the first turns then only look
+        them up)."""
+        batch = _Batch(tuple(variables), frozenset(), grammar_for(variables, config))
+        for seed in library:
+            self.key(seed, batch)
+
 
 def propose(
     history: History,

@@ -162,6 +162,36 @@ def test_seed_from_context_info_when_not_configured(datasets) -> None:
     assert a == b
 
 
+def test_prepare_builds_the_library_once_and_changes_no_proposal(
+        datasets, evaluators, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prepare`` (what an agent host runs while the evaluator warms up) builds the seed library
+    the first call would build, and the turns after it propose what an unprepared model does."""
+    import sr_dist.sr.evolve.model as evolve_model
+
+    built: list[tuple[str, ...]] = []
+    real = evolve_model.library_seeds
+
+    def counting(variables, *args, **kwargs):
+        built.append(tuple(variables))
+        return real(variables, *args, **kwargs)
+
+    monkeypatch.setattr(evolve_model, "library_seeds", counting)
+    prepared_context = Context(info=info_for(datasets["product"]))
+    plain_context = copy.deepcopy(prepared_context)
+    prepared, plain = EvolveModel(batch_size=12, seed=4), EvolveModel(batch_size=12, seed=4)
+    prepared.prepare(prepared_context)
+    assert len(built) == 1
+    for _ in range(3):
+        assert step(prepared, prepared_context, evaluators["product"]) == \
+            step(plain, plain_context, evaluators["product"])
+    assert len(built) == 2  # the prepared model built no other; the plain one built its own
+
+
+def test_prepare_reports_bad_input_like_call() -> None:
+    with pytest.raises(ModelError, match="variable names"):
+        EvolveModel().prepare(Context(info={}))
+
+
 def test_acall_matches_call(datasets) -> None:
     context = Context(info=info_for(datasets["product"]))
     model = EvolveModel(batch_size=8)
