@@ -224,7 +224,9 @@ def lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Pro
     fitted vector's layout). Raises :class:`LoweringError` for names not in those lists or a
     malformed node.
     """
-    depth = tree_depth(tree)
+    n_nodes = count_nodes(tree)
+    # A tree's depth is at most its size: most trees are too small to need the depth walk.
+    depth = tree_depth(tree) if n_nodes > MAX_DEPTH else n_nodes
     if depth > MAX_DEPTH:
         raise LoweringError(f"formula is nested too deeply (depth {depth}; the limit is "
                             f"{MAX_DEPTH})")
@@ -232,7 +234,7 @@ def lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Pro
     if limit < 4 * depth + 200:
         sys.setrecursionlimit(4 * depth + 200)
     try:
-        return _lower(tree, variables, constants)
+        return _lower(tree, variables, constants, n_nodes)
     finally:
         sys.setrecursionlimit(limit)
 
@@ -254,10 +256,9 @@ def tree_depth(node: Node) -> int:
     return best
 
 
-def _lower(tree: Node, variables: Sequence[str], constants: Sequence[str]) -> Program:
+def _lower(tree: Node, variables: Sequence[str], constants: Sequence[str], n_nodes: int) -> Program:
     var_index = {name: i for i, name in enumerate(variables)}
     const_index = {name: i for i, name in enumerate(constants)}
-    n_nodes = count_nodes(tree)
     work = _rewrite_pow(_fold(tree))
 
     literals: list[float] = []
@@ -387,21 +388,34 @@ def pack_programs(
     lits = np.zeros((capacity, n_lits), dtype=np.float64)
     tmp_base = n_vars + n_consts + n_lits
     meta[:, 1] = tmp_base
-    for i, prog in enumerate(programs):
-        m = prog.n_instructions
-        if m > n_instr or len(prog.literals) > n_lits or prog.n_consts > n_consts:
+    if not programs:
+        return code, meta, lits
+    if len(programs) > capacity:
+        raise ValueError(f"{len(programs)} programs do not fit a capacity of {capacity}")
+    for prog in programs:
+        if prog.n_instructions > n_instr or len(prog.literals) > n_lits or prog.n_consts > n_consts:
             raise ValueError("program does not fit the bucket")
-        arr = np.asarray(prog.instructions, dtype=np.int64).reshape(m, INSTR_WIDTH)
-        code[i, :m, 0] = arr[:, 0]
-        code[i, :m, 1] = tmp_base + arr[:, 1]
-        code[i, :m, 2] = absolute_operands(arr[:, 2], n_vars, n_consts, n_lits)
-        code[i, :m, 3] = absolute_operands(arr[:, 3], n_vars, n_consts, n_lits)
-        code[i, :m, 4] = arr[:, 4]
-        # int32 bitmask: constants past bit 30 are treated as nonlinear (still fitted, by LM).
-        mask = sum(1 << j for j in prog.linear if j <= MAX_LINEAR_BIT) if linear else 0
-        meta[i] = (m, int(absolute_operands(np.array([prog.root]), n_vars, n_consts, n_lits)[0]),
-                   prog.n_consts, mask)
-        lits[i, : len(prog.literals)] = prog.literals
+    # All programs' instructions in one array (one numpy pass instead of several per program).
+    counts = np.array([prog.n_instructions for prog in programs], dtype=np.int64)
+    flat = np.array([ins for prog in programs for ins in prog.instructions],
+                    dtype=np.int64).reshape(-1, INSTR_WIDTH)
+    rows = np.repeat(np.arange(len(programs)), counts)
+    cols = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
+    code[rows, cols, 0] = flat[:, 0]
+    code[rows, cols, 1] = tmp_base + flat[:, 1]
+    code[rows, cols, 2] = absolute_operands(flat[:, 2], n_vars, n_consts, n_lits)
+    code[rows, cols, 3] = absolute_operands(flat[:, 3], n_vars, n_consts, n_lits)
+    code[rows, cols, 4] = flat[:, 4]
+    n = len(programs)
+    meta[:n, 0] = counts
+    meta[:n, 1] = absolute_operands(np.array([prog.root for prog in programs], dtype=np.int64),
+                                    n_vars, n_consts, n_lits)
+    meta[:n, 2] = [prog.n_consts for prog in programs]
+    if linear:  # int32 bitmask: constants past bit 30 are treated as nonlinear (still fitted, by LM).
+        meta[:n, 3] = [sum(1 << j for j in prog.linear if j <= MAX_LINEAR_BIT) for prog in programs]
+    for i, prog in enumerate(programs):
+        if prog.literals:
+            lits[i, : len(prog.literals)] = prog.literals
     return code, meta, lits
 
 

@@ -95,6 +95,32 @@ def test_pack_places_operands_in_bucket_layout() -> None:
         pack_programs([prog], n_vars=3, n_consts=0, n_lits=2, n_instr=8, capacity=1)
 
 
+@pytest.mark.parametrize("linear", [True, False])
+def test_packing_a_batch_stacks_the_packs_of_its_programs(linear: bool) -> None:
+    """Every row of a packed batch is what packing its program alone gives (operands, roots,
+    constant counts, linear masks and literals placed the same), and the rows past the
+    batch are padding."""
+    texts = [case["formula"] for case in CASES][:40] + ["a*x0 + b*x1**2 + 2.5", "x2", "3*a"]
+    progs = []
+    for text in texts:
+        f = parse_formula(text, NAMES)
+        if len(f.canonical_constants) > 4:
+            continue
+        prog = lower(f.canonical_tree, NAMES, [f"c{j}" for j in range(len(f.canonical_constants))])
+        if prog.n_instructions <= 24 and len(prog.literals) <= 6:
+            progs.append(prog)
+    assert len(progs) >= 20
+    layout = dict(n_vars=3, n_consts=4, n_lits=6, n_instr=24, linear=linear)
+    code, meta, lits = pack_programs(progs, capacity=len(progs) + 3, **layout)
+    for i, prog in enumerate(progs):
+        one = pack_programs([prog], capacity=1, **layout)
+        assert all(np.array_equal(whole[i], alone[0]) for whole, alone in zip((code, meta, lits), one))
+    padding = pack_programs([], capacity=3, **layout)
+    assert all(np.array_equal(whole[len(progs):], pad) for whole, pad in zip((code, meta, lits), padding))
+    with pytest.raises(ValueError, match="capacity"):
+        pack_programs(progs, capacity=len(progs) - 1, **layout)
+
+
 def test_program_is_frozen_value() -> None:
     prog = lower(parse_formula("x0 + 1", NAMES).tree, NAMES, [])
     assert isinstance(prog, Program)
