@@ -56,7 +56,13 @@ from sr_dist.search.ray_setup import (
     init_ray,
     keep_cluster,
 )
-from sr_dist.search.report import FrontReport, best_candidate, front_report, print_report
+from sr_dist.search.report import (
+    FrontReport,
+    best_candidate,
+    front_report,
+    preload_report_imports,
+    print_report,
+)
 from sr_dist.search.resume import ResumeState, load_resume, resolve_settings, resumed_record
 from sr_dist.search.settings import Settings, SettingsError
 
@@ -263,6 +269,7 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True,
                     f"variables, {dataset.n} rows), model {prepared.model_label}, "
                     f"{settings.search.agents} agent(s), evaluator on {settings.evaluator.device}")
             run.start_actors(dataset, prepared.model_label)
+            preload_report_imports()
             stop_reason = run.search(reporter)
         except KeyboardInterrupt:
             stop_reason = "interrupted"

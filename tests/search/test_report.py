@@ -122,3 +122,18 @@ def test_without_a_dataset_the_table_is_as_before() -> None:
     rows, _ = _feynman_front()
     shown, forms = _with_simplified(rows, None)
     assert forms == {} and "simplified" not in format_pareto(shown)
+
+
+def test_the_reports_imports_load_in_the_background() -> None:
+    """A fresh process: the preload thread imports what only the report needs."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from sr_dist.search.report import REPORT_IMPORTS, preload_report_imports\n"
+            "assert not any(name in sys.modules for name in REPORT_IMPORTS)\n"
+            "preload_report_imports().join(60)\n"
+            "print(all(name in sys.modules for name in REPORT_IMPORTS))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
