@@ -196,6 +196,8 @@ class CandidateWriter:
         self._roll_lock = threading.Lock()
         self._buffer: list[dict[str, Any]] = []
         self._buffered_ids: set[str] = set()
+        #: Flush on every add (``stop_batching``: the search has stopped).
+        self._every_add = False
         #: Generation of the rows in the buffer; a flush commits it and starts the next.
         self._gen = 1
         self._committed_gen = 0
@@ -275,7 +277,8 @@ class CandidateWriter:
             self._duplicates += duplicates
             self._rejected += len(rejected)
             if self._buffer and (
-                len(self._buffer) >= self.max_rows
+                self._every_add
+                or len(self._buffer) >= self.max_rows
                 or self._clock() - self._last_flush >= self.flush_s
             ):
                 self._try_flush_locked()
@@ -285,6 +288,15 @@ class CandidateWriter:
             log.warning("results: rejected %d row(s): %s", len(rejected), rejected[:3])
         return AddResult(accepted=len(accepted), duplicates=duplicates,
                          rejected=tuple(rejected), rows=tuple(accepted))
+
+    def stop_batching(self) -> None:
+        """Flush now and on every add from here on: the search has stopped, and its agents'
+        last rows (and the agents waiting for their acknowledgement) should not wait up to
+        ``flush_s`` for the next flush."""
+        with self._cond:
+            self._every_add = True
+            if self._buffer and not self._closed:
+                self._try_flush_locked()
 
     def flush(self) -> int:
         """Write the buffered rows now; returns how many. ``ResultsWriteError`` on failure."""

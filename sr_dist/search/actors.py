@@ -277,6 +277,11 @@ class ResultWriter:
         return self._writer.flush()
 
     @ray.method(concurrency_group="control")
+    def stop_batching(self) -> None:
+        """The search has stopped: flush now and on every add (``CandidateWriter.stop_batching``)."""
+        self._writer.stop_batching()
+
+    @ray.method(concurrency_group="control")
     def stats(self) -> dict[str, Any]:
         return self._stats()
 

@@ -546,6 +546,9 @@ class Driver:
 
     def stop_agents(self) -> None:
         self.stopping = True
+        if self.writer is not None:  # the agents' last rows are acknowledged without waiting
+            with contextlib.suppress(Exception):
+                self.writer.stop_batching.remote()
         for agent_id, actor in self.agents.items():
             if agent_id not in self.outcomes:
                 with contextlib.suppress(Exception):

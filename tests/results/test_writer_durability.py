@@ -180,3 +180,22 @@ def test_a_full_or_read_only_disk_fails_the_writer_and_keeps_what_was_written(
     assert got["write_error"] and message in got["write_error"]
     # Everything acknowledged is on disk and readable; nothing unacknowledged was.
     assert got["acked"] >= 20 and got["on_disk"] == got["distinct"] == got["acked"]
+
+
+def test_once_batching_stops_buffered_rows_and_every_later_add_are_written_at_once(
+        tmp_path: Path) -> None:
+    """``stop_batching`` (the search has stopped) flushes what waits and makes each later add
+    its own flush: an agent's last rows are acknowledged without waiting ``flush_s``."""
+    w = _writer(tmp_path, flush_s=3600.0)
+    rows = rows_for("run-1", 8)
+    w.add(rows[:3])
+    waiting = _Adder(w, rows[3:5])
+    _until(lambda: w.stats().pending == 5)
+    w.stop_batching()
+    waiting.join(60)
+    assert waiting.error is None and waiting.result.accepted == 2
+    assert w.stats().pending == 0
+    later = w.add(rows[5:], wait=True, timeout=60)  # no flush thread: the add flushes itself
+    assert later.accepted == 3 and w.stats().pending == 0
+    w.close()
+    assert open_results(tmp_path).candidates.count_rows() == 8
