@@ -258,12 +258,14 @@ def _tidy(node: Node) -> tuple[Node, bool, bool]:
         expo_var = expo_const = False
         if expo.op != "num":
             expo, expo_var, expo_const = _tidy(expo)
-        node = Node("pow", (base, expo))
+        if base is not node.args[0] or expo is not node.args[1]:
+            node = Node("pow", (base, expo))
         if not base_var and not expo_var:
             return (const(), False, True) if base_const or expo_const else (node, False, False)
         return node, True, False
     kids = [_tidy(a) for a in node.args]
-    node = Node(op, tuple([k[0] for k in kids]), node.value, node.name)
+    if any(k[0] is not a for k, a in zip(kids, node.args)):  # else the node is its own tidy form
+        node = Node(op, tuple([k[0] for k in kids]), node.value, node.name)
     if not any(k[1] for k in kids):
         # A var-free subtree with a free constant in it is just a free constant.
         return (const(), False, True) if any(k[2] for k in kids) else (node, False, False)
