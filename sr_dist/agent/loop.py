@@ -368,9 +368,9 @@ class Agent:
         alone (a model with a ``prepare(context)`` method: evolve builds its seed library
         there), so a host can do it while the evaluator warms up and the first proposals go
         out when the run starts. The run's clock and limits are untouched. ``nice``: on Linux,
-        run it in a thread that much lower in priority (a host preparing beside the
-        evaluator's start gives way to it). A failure is logged, never raised: the first call does the
-        work itself."""
+        run it in a thread that much lower in priority (a host preparing beside the evaluator's
+        start gives way to it). A failure is logged, never raised: the first call does the work
+        itself."""
         prepare = getattr(self.model, "prepare", None)
         if self._started or not callable(prepare):
             return

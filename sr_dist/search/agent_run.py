@@ -209,7 +209,7 @@ async def _send_experience(spec: AgentSpec, agent: Any, sink: ExperienceSink) ->
         log.warning("agent %d: its tool experience was not written: %s", spec.agent_id, exc)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PreparedEpisode:
     """An episode built before its run (:func:`prepare_episode`): the agent, with its model
     warmed, and the MCP toolset it holds open (closed when the episode ends)."""
