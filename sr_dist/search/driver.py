@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 import ray
-from ray.exceptions import GetTimeoutError, RayError
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import (
     NodeAffinitySchedulingStrategy,
@@ -47,7 +47,7 @@ from sr_dist.search.resume import ResumeState, session_seed
 from sr_dist.search.routing import route
 from sr_dist.search.settings import Settings
 
-__all__ = ["STOP_SIGNALS", "Driver", "Interrupts"]
+__all__ = ["STOP_SIGNALS", "Driver", "Interrupts", "reports_restart"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,12 @@ EVALUATOR_TASK_RETRIES = 2
 #: and a closed terminal (where the platform has them).
 STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def reports_restart(exc: BaseException) -> bool:
+    """Whether a failed call says Ray is restarting the actor (or has restarted it): an actor
+    that is temporarily unavailable because its process died, not one that is merely slow."""
+    return isinstance(exc, ActorUnavailableError) and "restart" in str(exc)
 
 
 class Interrupts:
@@ -177,6 +183,9 @@ class Driver:
         self.replica_stats: dict[int, dict[str, Any]] = {}
         #: Instance tokens seen per replica (a new token is a restart).
         self.evaluator_instances: dict[int, list[str]] = {}
+        #: Replicas Ray said were restarting whose new instance has not answered yet (a run
+        #: that ends first still counts their restart).
+        self.restarting: set[int] = set()
         self._variables: tuple[str, ...] = ()
 
     @property
@@ -438,6 +447,7 @@ class Driver:
         (a restarted actor has lost that)."""
         instance = stats.get("instance")
         replica = int(stats.get("replica", 0))
+        self.restarting.discard(replica)  # it answers: its tokens say whether it restarted
         seen = self.evaluator_instances.setdefault(replica, [])
         if not instance or instance in seen:
             return
@@ -450,7 +460,8 @@ class Driver:
 
     @property
     def evaluator_restarts(self) -> int:
-        return sum(max(0, len(seen) - 1) for seen in self.evaluator_instances.values())
+        return (sum(max(0, len(seen) - 1) for seen in self.evaluator_instances.values())
+                + len(self.restarting))
 
     def poll_replicas(self, timeout_s: float) -> None:
         """Ask every replica for its stats; a replica that does not answer (restarting) keeps
@@ -463,6 +474,8 @@ class Driver:
             except RayError as exc:
                 log.warning("evaluator replica %d stats unavailable: %s", refs[ref],
                             str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                if reports_restart(exc):
+                    self.restarting.add(refs[ref])
                 continue
             self.note_evaluator(stats)
             self.replica_stats[refs[ref]] = stats

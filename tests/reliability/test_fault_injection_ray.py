@@ -132,3 +132,18 @@ def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: Non
     assert "every agent lost its model" in out.getvalue()
     record = read_run(tmp_path, "fault-model")
     assert record is not None and record.status == "failed" and record.candidates == 0
+
+
+def test_only_a_restart_counts_as_one() -> None:
+    """The driver counts a replica Ray reports restarting (its stats call failing so) even when
+    the run ends before the new instance answers; other failures are not restarts."""
+    from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
+
+    from sr_dist.search.driver import reports_restart
+
+    actor = b"\x01" * 16
+    assert reports_restart(ActorUnavailableError("IOError: The actor is restarting.", actor))
+    assert reports_restart(ActorUnavailableError("IOError: The actor was restarted", actor))
+    assert not reports_restart(ActorUnavailableError("IOError: connection reset", actor))
+    assert not reports_restart(RayActorError())
+    assert not reports_restart(GetTimeoutError("the actor is restarting"))
