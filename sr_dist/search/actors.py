@@ -370,11 +370,13 @@ class AgentActor:
         CPU) before its run: the driver asks while the evaluator warms up, so the first
         proposals go out as soon as the search starts. Its run uses what this built; a run
         not prepared builds its episode itself."""
-        hosted = self._pick(agent_id)
+        await asyncio.shield(self._preparation(self._pick(agent_id), PREPARE_NICE))
+
+    def _preparation(self, hosted: _Hosted, nice: int) -> asyncio.Task[Any]:
+        """The task building ``hosted``'s episode: the one under way, or a new one."""
         if hosted.prepared is None:
-            hosted.prepared = asyncio.get_running_loop().create_task(
-                self._prepare(hosted, PREPARE_NICE))
-        await asyncio.shield(hosted.prepared)
+            hosted.prepared = asyncio.get_running_loop().create_task(self._prepare(hosted, nice))
+        return hosted.prepared
 
     async def _prepare(self, hosted: _Hosted, nice: int) -> Any:
         from sr_dist.search.agent_run import prepare_episode
@@ -394,10 +396,8 @@ class AgentActor:
         hosted = self._pick(agent_id)
         mode = getattr(hosted.spec, "tool_experience", "off")
         sink = self._experience_sink(hosted.spec.agent_id) if mode == "on" else None
-        if hosted.prepared is None:  # not prepared (a restarted agent): build it at once
-            hosted.prepared = asyncio.get_running_loop().create_task(self._prepare(hosted, 0))
-        try:
-            prepared = await asyncio.shield(hosted.prepared)
+        try:  # an agent not prepared (a restart) builds its episode at full priority
+            prepared = await asyncio.shield(self._preparation(hosted, 0))
             outcome = await run_episode(hosted.spec, self._dataset, hosted.client,
                                         hosted.recorder, hosted.cancel,
                                         experience_sink=sink, prepared=prepared)

@@ -119,6 +119,33 @@ def test_fits_cut_off_by_the_deadline_are_recorded_before_the_episode_returns(
     assert recorder.recorded == len(rows) == counted
 
 
+def test_prepare_episode_builds_evolves_library_and_the_run_uses_that_agent(
+        dataset: Dataset, evaluator: Evaluator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prepare_episode`` builds the agent and runs its model's ``prepare`` (evolve builds its
+    seed library there); ``run_episode`` then runs that very agent, which builds no other."""
+    import threading
+
+    import sr_dist.sr.evolve.model as evolve_model
+
+    built: list[int] = []
+    real = evolve_model.library_seeds
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evolve_model, "library_seeds", counting)
+    rows: list[dict[str, Any]] = []
+    recorder = CandidateRecorder("r", 1, "evolve", dataset.name, rows.extend)
+    cancel = threading.Event()
+    prepared = asyncio.run(prepare_episode(_spec(), dataset, evaluator, recorder, cancel, nice=5))
+    assert isinstance(prepared, PreparedEpisode) and built == [1]
+    outcome = asyncio.run(run_episode(_spec(), dataset, evaluator, recorder, cancel,
+                                      prepared=prepared))
+    assert outcome.error is None and outcome.candidates == len(rows) > 0
+    assert built == [1]  # the run's first turn found the library built
+
+
 class _PreparingModel:
     """The scripted model with a ``prepare`` that notes where and how it ran."""
 
@@ -145,11 +172,11 @@ class _PreparingModel:
 
 
 @pytest.mark.parametrize("fail", [False, True])
-def test_a_prepared_episode_runs_what_was_built_and_a_failed_prepare_costs_nothing(
+def test_aprepare_runs_below_the_callers_priority_and_a_failure_costs_nothing(
         dataset: Dataset, evaluator: Evaluator, fail: bool, caplog: pytest.LogCaptureFixture) -> None:
-    """``prepare_episode`` builds the agent and runs its model's ``prepare`` (in a thread niced
-    below the caller's on Linux) before the run; ``run_episode`` then runs that very agent. A
-    ``prepare`` that fails is logged and the episode runs all the same."""
+    """``Agent.aprepare(nice=5)`` calls the model's ``prepare`` with the agent's context in a
+    thread niced 5 below the process (on Linux); a ``prepare`` that fails is logged and the
+    episode runs all the same."""
     import sys
     import threading
 
@@ -160,9 +187,6 @@ def test_a_prepared_episode_runs_what_was_built_and_a_failed_prepare_costs_nothi
     rows: list[dict[str, Any]] = []
     recorder = CandidateRecorder("r", 1, "evolve", dataset.name, rows.extend)
     cancel = threading.Event()
-    prepared = asyncio.run(prepare_episode(spec, dataset, evaluator, recorder, cancel, nice=5))
-    assert isinstance(prepared, PreparedEpisode)
-    # the same episode, with a model that records its preparation
     agent = build_agent(spec, dataset, evaluator, recorder, cancel)
     model = _PreparingModel(agent.model, fail=fail)
     agent.model = model
