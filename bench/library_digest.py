@@ -9,6 +9,14 @@ compares against the committed ``bench/library_digests.json`` and exits 1 on any
 every digest identical; a change of behaviour on purpose rewrites the file in the same commit,
 with the before/after benchmark figures in the commit message.
 
+A library is a chain of greedy choices among near-equal fits, so it is reproducible on one
+machine, not across machines: numpy and OpenBLAS pick their vector kernels at run time (AVX2 or
+AVX-512), and a last-bit difference in one reduction can flip a choice. The file records the
+numerics it was written with (:func:`numerics`: numpy's version and enabled dispatch targets,
+the BLAS and the kernel family it chose); ``--check`` says when this machine's differ, and the
+test of ``make test`` skips there. On such a machine, write a baseline at your base commit
+(``--write --file base.json``) and check your change against it (``--check --file base.json``).
+
 The fixed list: development synthetic seeds 1 and 2, 20 draws each (``synth:SEED:INDEX``), and
 15 AI Feynman problems (every 7th row of the table, so nobody chose them), each with and without
 units (``feynman:NAME:on`` / ``feynman:NAME:off``).
@@ -63,6 +71,28 @@ def feynman_names(step: int = FEYNMAN_STEP) -> list[str]:
     return [eq.filename for eq in feynman_equations()][::step]
 
 
+def numerics() -> str:
+    """The float kernels this process runs: numpy's version and the dispatch targets it enabled
+    on this CPU, and the BLAS library, version and kernel family (threadpoolctl) it loaded."""
+    try:  # numpy's own record of its run-time dispatch (what np.show_runtime prints)
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:
+        enabled = ["dispatch-unknown"]
+    else:
+        enabled = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
+    blas = "blas unknown"
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # a bench environment without scikit-learn's helper
+        pass
+    else:
+        found = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if found:
+            info = found[0]
+            blas = f"{info.get('internal_api')} {info.get('version')} {info.get('architecture')}"
+    return f"numpy {np.__version__} {'+'.join(enabled) or 'baseline'}; {blas}"
+
+
 def problem_list() -> list[str]:
     synth = [f"synth:{s}:{i}" for s in DEVELOPMENT_SEEDS for i in range(DRAWS_PER_SEED)]
     feynman = [f"feynman:{name}:{units}" for name in feynman_names() for units in ("off", "on")]
@@ -113,7 +143,13 @@ def compare(problem: str, built: dict[str, Any], stored: dict[str, Any] | None) 
 
 
 def load_digests(path: Path = DIGEST_FILE) -> dict[str, dict[str, Any]]:
-    return json.loads(path.read_text()) if path.exists() else {}
+    """The stored digest of each problem."""
+    return dict(json.loads(path.read_text())["problems"]) if path.exists() else {}
+
+
+def written_with(path: Path = DIGEST_FILE) -> str | None:
+    """The :func:`numerics` the file was written with (None: no file)."""
+    return str(json.loads(path.read_text())["numerics"]) if path.exists() else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     problems = args.problems or problem_list()
     stored = load_digests(args.file)
+    here, there = numerics(), written_with(args.file)
+    if args.check and there is not None and there != here:
+        print(f"note: {args.file.name} was written with {there}; this machine runs {here}, so "
+              "libraries may part on near-ties (write a baseline here with --write --file)", flush=True)
     failures = 0
     for problem in problems:
         start = time.perf_counter()
@@ -141,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.write:
         listed = problem_list()
         ordered = {p: stored[p] for p in [*(p for p in listed if p in stored), *sorted(set(stored) - set(listed))]}
-        args.file.write_text(json.dumps(ordered, indent=1) + "\n")
+        args.file.write_text(json.dumps({"numerics": here, "problems": ordered}, indent=1) + "\n")
     print(f"{len(problems) - failures} of {len(problems)} identical" if args.check else f"wrote {args.file}")
     return 1 if failures else 0
 

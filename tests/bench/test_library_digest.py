@@ -3,13 +3,24 @@
 The whole list runs in minutes (``bench/library_digest.py --check``); here three small
 problems of it (a one-variable Feynman law with and without units, and a synthetic draw) stand
 guard in every ``make test``, and the comparison itself is checked to fail where it should.
+The digests hold for the float kernels they were written with (``numerics``; CI's machine): on a
+machine whose numpy or BLAS kernels differ the guard skips and says how to make a baseline.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from bench.library_digest import compare, digest, load_digests, problem_list, rendered_library
+from bench.library_digest import (
+    compare,
+    digest,
+    load_digests,
+    numerics,
+    problem_list,
+    rendered_library,
+    written_with,
+)
 
 GUARDS = ("feynman:I.6.2a:off", "feynman:I.6.2a:on", "synth:1:6")
 
@@ -22,8 +33,17 @@ def test_every_listed_problem_has_a_committed_digest() -> None:
     assert set(GUARDS) <= set(listed)
 
 
+def test_the_digests_name_the_numerics_they_were_written_with() -> None:
+    here = numerics()
+    assert here.startswith(f"numpy {np.__version__} ") and "; " in here
+    assert written_with() is not None and written_with().startswith("numpy ")
+
+
 @pytest.mark.parametrize("problem", GUARDS)
 def test_the_library_is_the_committed_one(problem: str) -> None:
+    if numerics() != written_with():
+        pytest.skip(f"the digests were written with {written_with()}, this machine runs {numerics()}: "
+                    "write a baseline at your base commit (bench/library_digest.py --write --file F)")
     entries = rendered_library(problem)
     assert compare(problem, digest(entries), load_digests()[problem]) is None
 
