@@ -20,13 +20,41 @@ HARNESS = Path(__file__).with_name("fuzz_atheris.py")
 ROOT = HARNESS.parents[2]
 
 
+#: What libFuzzer prints where a session goes wrong: the report from there on is the cause.
+FAILURE_MARKS = ("=== Uncaught Python exception", "==ERROR", "Traceback (most recent call last)",
+                 "ERROR: libFuzzer", "out-of-memory", "timeout after")
+
+
+def failure_report(output: str, artifacts: Path) -> str:
+    """The part of a session's output that says why it failed (from libFuzzer's first error
+    mark on, else its last lines) and each artifact it left, with its first bytes: a bare tail
+    can hide the cause behind thousands of lines of statistics."""
+    starts = [output.find(mark) for mark in FAILURE_MARKS if mark in output]
+    report = output[min(starts):][:4000] if starts else output[-3000:]
+    for path in sorted(artifacts.iterdir()):
+        if path.is_file():
+            report += f"\nartifact {path.name}: {path.read_bytes()[:200]!r}"
+    return report
+
+
+def test_the_failure_report_leads_with_the_cause(tmp_path: Path) -> None:
+    (tmp_path / "crash-abc").write_bytes(b"1/(")
+    noise = "#1024 pulse cov: 12 ft: 30\n" * 500
+    output = noise + "=== Uncaught Python exception: ===\nValueError: boom\n" + noise
+    report = failure_report(output, tmp_path)
+    assert report.startswith("=== Uncaught Python exception") and "ValueError: boom" in report
+    assert "artifact crash-abc: b'1/('" in report
+    assert failure_report("just statistics", tmp_path).startswith("just statistics")
+
+
 def test_bounded_atheris_session_finds_nothing(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run(
         [sys.executable, str(HARNESS), "-runs=3000", "-max_len=512", "-max_total_time=8",
          "-seed=1", f"-artifact_prefix={tmp_path}/"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
-    tail = (done.stdout + done.stderr)[-3000:]
-    assert done.returncode == 0, tail
-    assert "Done" in tail and "crash-" not in " ".join(p.name for p in tmp_path.iterdir()), tail
-    print(tail.strip().splitlines()[-1])
+    output = done.stdout + done.stderr
+    crashed = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "oom-", "timeout-", "leak-"))]
+    assert done.returncode == 0 and not crashed, failure_report(output, tmp_path)
+    assert "Done" in output[-3000:], failure_report(output, tmp_path)
+    print(output.strip().splitlines()[-1])
