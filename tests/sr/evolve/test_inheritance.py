@@ -159,10 +159,15 @@ def _law(seed: int) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def test_inheritance_hit_count_over_a_generated_family(tmp_path: Path) -> None:
-    """Seeds 0-3 of the family, 40 generations of 32 at most: with inheritance the search
-    found 3 of 4 exactly (without it 0 of 4; over seeds 0-15, 12 of 16 against 6 of 16)."""
+    """Seeds 0-7 of the family, 40 generations of 32 at most, inheritance on (the default): at
+    least one exact. The search is chaotic (one last-bit difference in one fit sends it
+    elsewhere), so a seed is a coin flip; on CI's machine (AMD EPYC, AVX2) seeds 0-47 were
+    exact in 26 of 48 with inheritance and 25 of 48 without (this test's seeds: 1 of 8), and
+    8 seeds with a bar of 1 fail by chance about once in 500. It was developed on an
+    AVX-512 machine, where seeds 0-15 gave 12 of 16 against 6 of 16: inheritance buys
+    throughput (docs/evolve.md), not hits on this family."""
     hits = 0
-    for seed in range(4):
+    for seed in range(8):
         X = np.random.default_rng(100 + seed).uniform(1.0, 3.0, (200, 3))
         path = tmp_path / f"law{seed}.csv"
         np.savetxt(path, np.column_stack([X, _law(seed)(X)]), delimiter=",",
@@ -170,14 +175,14 @@ def test_inheritance_hit_count_over_a_generated_family(tmp_path: Path) -> None:
         dataset = load_dataset(f"csv:{path}", seed=0)
         evaluator = Evaluator(dataset, restarts=4, max_iters=30)
         context = Context(info=info_for(dataset, sample=False))
-        model = EvolveModel(batch_size=32, seed=0, inherit_constants=True)
+        model = EvolveModel(batch_size=32, seed=0)
         for _ in range(40):
             step(model, context, evaluator)
             fits = [r for _, res in context.tool_history for r in res.result.get("results", [])]
             if min((r["val_nmse"] for r in fits if r["status"] == "ok"), default=1.0) < 1e-10:
                 hits += 1
                 break
-    assert hits >= 2, hits
+    assert hits >= 1, hits
 
 
 def _random_calls(seed: int, turns: int) -> list[tuple[ToolCall, ToolCallResult]]:
