@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from sr_dist.formula import parse_formula
-from sr_dist.sr.evolve.operators import OPERATORS, Grammar, random_factor, random_tree
+from sr_dist.sr.evolve.operators import (
+    OPERATORS,
+    Grammar,
+    cumulative,
+    draw,
+    probabilities,
+    random_factor,
+    random_tree,
+)
 from sr_dist.sr.evolve.tree import constant_prefix, count_constants, render, size, tidy
 
 VARIABLES = ("x0", "x1", "theta")
@@ -146,3 +154,19 @@ def test_constant_reductions_leave_constants_under_functions_and_powers() -> Non
     assert constant_reductions(parse_formula("sin(c0*x0)**2", VARIABLES).tree) != []  # c0*x0 -> x0
     assert constant_reductions(parse_formula("exp(c0)", VARIABLES).tree) == []
     assert constant_reductions(parse_formula("x0", VARIABLES).tree) == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_draw_is_generator_choice_from_the_same_stream(seed: int) -> None:
+    """The search draws operators and functions by bisecting cumulative probabilities; over
+    generated weight tables (zeros and tiny weights included) it draws what
+    ``Generator.choice(n, p=p)`` draws, one uniform each, so proposals stay as they were."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 13))
+    weights = rng.uniform(0, 3, n) * (rng.random(n) > 0.2)
+    weights[int(rng.integers(n))] += 1e-9
+    p = probabilities(weights.tolist())
+    ours, theirs = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 1])
+    cdf = cumulative(p)
+    assert [draw(ours, cdf) for _ in range(3000)] == [int(theirs.choice(n, p=p)) for _ in range(3000)]
+    assert ours.random() == theirs.random()  # the streams are still in step

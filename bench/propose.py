@@ -1,0 +1,130 @@
+"""CPU time of ``evolve``'s proposer per proposed candidate, on a recorded history.
+
+``--record FILE`` runs the offline proposer against a real ``Evaluator`` on
+``bench/throughput.py``'s target (4 variables, 1% noise) for ``--turns`` turns and stores the
+history (each turn's tool call and the evaluator's results). ``--replay FILE`` feeds that
+history back turn by turn to a fresh ``EvolveModel`` (the same seed), times each ``call`` with
+the process's CPU clock, and prints the median over ``--repeat`` replays of the CPU per
+proposed candidate, with a SHA-256 of every proposal: a change meant to keep the search as it
+was leaves the digest identical. Compare two checkouts by replaying one recorded file with
+each, alternating (the proposals are the model's own, so the history stays valid for both).
+
+    .venv/bin/python bench/propose.py --record /tmp/history.pkl
+    .venv/bin/python bench/propose.py --replay /tmp/history.pkl --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import pickle
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sr_dist.conversation import Context  # noqa: E402
+from sr_dist.data import dataset_from_arrays  # noqa: E402
+from sr_dist.evaluator import Evaluator  # noqa: E402
+from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
+from sr_dist.sr.evolve.population import parse_cached  # noqa: E402
+from sr_dist.tools.types import ToolCall, ToolCallResult  # noqa: E402
+
+TOOLS = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+         for name in ("evaluate_formulas", "submit_formula", "best_formulas", "data_summary")]
+RECORD_KEYS = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse",
+               "complexity", "error")
+
+
+def _dataset(rows: int) -> Any:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.5, 2.0, (rows, 4))
+    y = 1.3 * X[:, 0] * np.sin(X[:, 1]) + X[:, 2] ** 2 / (1 + X[:, 3]) + 0.4 * X[:, 0] * np.exp(-X[:, 3])
+    y = y + 0.01 * np.std(y) * rng.standard_normal(rows)
+    return dataset_from_arrays(X, y, feature_names=["x0", "x1", "x2", "x3"], name="propose-bench")
+
+
+def _info(dataset: Any) -> dict[str, Any]:
+    return {"variables": list(dataset.feature_names), "seed": 0, "dataset": dataset.name,
+            "sample": {"X": dataset.X_train[:500].tolist(), "y": dataset.y_train[:500].tolist()}}
+
+
+def record(path: Path, turns: int, rows: int) -> None:
+    dataset = _dataset(rows)
+    evaluator = Evaluator(dataset)
+    context = Context(info=_info(dataset))
+    model = EvolveModel(seed=0)
+    for _ in range(turns):
+        response = model.call(context, TOOLS)
+        for call in response.tool_calls:
+            name = call["function"]["name"]
+            args = json.loads(call["function"]["arguments"])
+            if name == "evaluate_formulas":
+                fits = evaluator.fit_many(args["expressions"], starts=args.get("starts"))
+                records = [{k: fit.to_dict()[k] for k in RECORD_KEYS} for fit in fits]
+                result = ToolCallResult(True, {"results": records}, "", {"tool": name})
+            else:
+                result = ToolCallResult(True, {"submitted": args.get("expression")}, "", {"tool": name})
+            context.tool_history.append((ToolCall(name, args, call["id"]), result))
+    path.write_bytes(pickle.dumps({"info": context.info, "history": context.tool_history}))
+    print(f"recorded {len(context.tool_history)} tool calls to {path}")
+
+
+def replay(path: Path) -> tuple[float, int, str]:
+    """One replay: (CPU seconds in ``call``, candidates proposed, digest of the proposals).
+    The proposer's parse memo starts empty, as in a new agent."""
+    parse_cached.cache_clear()
+    stored = pickle.loads(path.read_bytes())
+    history = stored["history"]
+    context = Context(info=copy.deepcopy(stored["info"]))
+    model = EvolveModel(seed=0)
+    model.call(context, TOOLS)  # the first turn builds the library: not the per-turn cost
+    context.tool_history.append(history[0])
+    sha = hashlib.sha256()
+    cpu = 0.0
+    proposed = 0
+    for pair in history[1:]:
+        start = time.process_time()
+        response = model.call(context, TOOLS)
+        cpu += time.process_time() - start
+        for call in response.tool_calls:
+            sha.update(call["function"]["arguments"].encode())
+            proposed += len(json.loads(call["function"]["arguments"]).get("expressions", []))
+        context.tool_history.append(pair)
+    return cpu, proposed, sha.hexdigest()[:16]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--record", type=Path)
+    mode.add_argument("--replay", type=Path)
+    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if args.record:
+        record(args.record, args.turns, args.rows)
+        return 0
+    runs = [replay(args.replay) for _ in range(args.repeat)]
+    digests = {digest for _, _, digest in runs}
+    per = [1e3 * cpu / max(n, 1) for cpu, n, _ in runs]
+    print(f"| replays | candidates | ms CPU per candidate (median) | each | proposals digest | load |\n"
+          f"|---:|---:|---:|---|---|---|\n"
+          f"| {len(runs)} | {runs[0][1]:,} | {statistics.median(per):.3f} | "
+          f"{', '.join(f'{v:.3f}' for v in per)} | {'/'.join(sorted(digests))} | "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())} |")
+    return 0 if len(digests) == 1 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
