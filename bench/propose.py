@@ -53,15 +53,17 @@ def _dataset(rows: int) -> Any:
     return dataset_from_arrays(X, y, feature_names=["x0", "x1", "x2", "x3"], name="propose-bench")
 
 
-def _info(dataset: Any) -> dict[str, Any]:
-    return {"variables": list(dataset.feature_names), "seed": 0, "dataset": dataset.name,
-            "sample": {"X": dataset.X_train[:500].tolist(), "y": dataset.y_train[:500].tolist()}}
+def _info(dataset: Any, sample_rows: int) -> dict[str, Any]:
+    info: dict[str, Any] = {"variables": list(dataset.feature_names), "seed": 0, "dataset": dataset.name}
+    if sample_rows:  # what an agent is shown (500 rows by default); none: no seed library
+        info["sample"] = {"X": dataset.X_train[:sample_rows].tolist(), "y": dataset.y_train[:sample_rows].tolist()}
+    return info
 
 
-def record(path: Path, turns: int, rows: int) -> None:
+def record(path: Path, turns: int, rows: int, sample_rows: int = 500) -> None:
     dataset = _dataset(rows)
     evaluator = Evaluator(dataset)
-    context = Context(info=_info(dataset))
+    context = Context(info=_info(dataset, sample_rows))
     model = EvolveModel(seed=0)
     for _ in range(turns):
         response = model.call(context, TOOLS)
@@ -103,7 +105,7 @@ def replay(path: Path) -> tuple[float, int, str]:
     return cpu, proposed, sha.hexdigest()[:16]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", type=Path)
@@ -111,9 +113,11 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--sample-rows", type=int, default=500,
+                        help="training rows the proposer is shown (0: none, so no seed library)")
+    args = parser.parse_args(argv)
     if args.record:
-        record(args.record, args.turns, args.rows)
+        record(args.record, args.turns, args.rows, args.sample_rows)
         return 0
     runs = [replay(args.replay) for _ in range(args.repeat)]
     digests = {digest for _, _, digest in runs}
