@@ -87,9 +87,13 @@ def numerics() -> str:
         pass
     else:
         found = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-        if found:
-            info = found[0]
-            blas = f"{info.get('internal_api')} {info.get('version')} {info.get('architecture')}"
+        # numpy's own BLAS (its wheel's numpy.libs), not whichever scipy or another package
+        # loaded first; without one there, every BLAS loaded, in a fixed order.
+        own = [i for i in found if Path(str(i.get("filepath", ""))).parent.name.startswith("numpy")]
+        named = sorted(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}"
+                       for i in (own or found))
+        if named:
+            blas = " + ".join(named)
     return f"numpy {np.__version__} {'+'.join(enabled) or 'baseline'}; {blas}"
 
 
