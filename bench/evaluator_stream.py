@@ -56,16 +56,26 @@ def record(dataset: Any, seconds: float, seed: int = 1) -> list[Request]:
     requests: list[Request] = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
-        response = model.call(context, None)
-        for call in response.tool_calls:
-            if call["function"]["name"] != "evaluate_formulas":
-                continue
-            args = json.loads(call["function"]["arguments"])
-            requests.append((args["expressions"], args.get("starts")))
-            fits = evaluator.fit_many(args["expressions"], starts=args.get("starts"))
-            shown = [{k: f.to_dict()[k] for k in _SHOWN} for f in fits]
-            context.tool_history.append((ToolCall("evaluate_formulas", args, call["id"]),
-                                         ToolCallResult(True, {"results": shown}, "", {})))
+        requests.extend(evaluate_turn(model, context, evaluator))
+    return requests
+
+
+def evaluate_turn(model: Any, context: Context, evaluator: Evaluator) -> list[Request]:
+    """One turn of ``model`` without the agent loop: its ``evaluate_formulas`` calls fitted by
+    ``evaluator`` and recorded in ``context`` with what the tool shows a model; returns those
+    calls' requests. Other tool calls are recorded as answered."""
+    requests: list[Request] = []
+    for call in model.call(context, None).tool_calls:
+        name = call["function"]["name"]
+        args = json.loads(call["function"]["arguments"])
+        if name != "evaluate_formulas":
+            context.tool_history.append((ToolCall(name, args, call["id"]), ToolCallResult(True, {}, "", {})))
+            continue
+        requests.append((args["expressions"], args.get("starts")))
+        fits = evaluator.fit_many(args["expressions"], starts=args.get("starts"))
+        shown = [{k: f.to_dict()[k] for k in _SHOWN} for f in fits]
+        context.tool_history.append((ToolCall(name, args, call["id"]),
+                                     ToolCallResult(True, {"results": shown}, "", {})))
     return requests
 
 

@@ -1,7 +1,8 @@
 """CPU time of ``evolve``'s proposer per proposed candidate, on a recorded history.
 
 ``--record FILE`` runs the offline proposer against a real ``Evaluator`` on
-``bench/throughput.py``'s target (4 variables, 1% noise) for ``--turns`` turns and stores the
+``bench/throughput.py``'s target (4 variables, 1% noise; ``bench/evaluator_stream.py`` writes
+it and drives the turns) for ``--turns`` turns and stores the
 history (each turn's tool call and the evaluator's results). ``--replay FILE`` feeds that
 history back turn by turn to a fresh ``EvolveModel`` (the same seed), times each ``call`` with
 the process's CPU clock, and prints the median over ``--repeat`` replays of the CPU per
@@ -23,60 +24,39 @@ import os
 import pickle
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.evaluator_stream import evaluate_turn, write_target  # noqa: E402
 from sr_dist.conversation import Context  # noqa: E402
-from sr_dist.data import dataset_from_arrays  # noqa: E402
+from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator  # noqa: E402
 from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
 from sr_dist.sr.evolve.population import parse_cached  # noqa: E402
-from sr_dist.tools.types import ToolCall, ToolCallResult  # noqa: E402
-
-TOOLS = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
-         for name in ("evaluate_formulas", "submit_formula", "best_formulas", "data_summary")]
-RECORD_KEYS = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse",
-               "complexity", "error")
-
-
-def _dataset(rows: int) -> Any:
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0.5, 2.0, (rows, 4))
-    y = 1.3 * X[:, 0] * np.sin(X[:, 1]) + X[:, 2] ** 2 / (1 + X[:, 3]) + 0.4 * X[:, 0] * np.exp(-X[:, 3])
-    y = y + 0.01 * np.std(y) * rng.standard_normal(rows)
-    return dataset_from_arrays(X, y, feature_names=["x0", "x1", "x2", "x3"], name="propose-bench")
 
 
 def _info(dataset: Any, sample_rows: int) -> dict[str, Any]:
-    info: dict[str, Any] = {"variables": list(dataset.feature_names), "seed": 0, "dataset": dataset.name}
+    info: dict[str, Any] = {"variables": list(dataset.feature_names), "seed": 0, "dataset": "propose-bench"}
     if sample_rows:  # what an agent is shown (500 rows by default); none: no seed library
         info["sample"] = {"X": dataset.X_train[:sample_rows].tolist(), "y": dataset.y_train[:sample_rows].tolist()}
     return info
 
 
 def record(path: Path, turns: int, rows: int, sample_rows: int = 500) -> None:
-    dataset = _dataset(rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = Path(tmp) / "target.csv"
+        write_target(csv, rows)
+        dataset = load_dataset(f"csv:{csv}", seed=0)
     evaluator = Evaluator(dataset)
     context = Context(info=_info(dataset, sample_rows))
     model = EvolveModel(seed=0)
     for _ in range(turns):
-        response = model.call(context, TOOLS)
-        for call in response.tool_calls:
-            name = call["function"]["name"]
-            args = json.loads(call["function"]["arguments"])
-            if name == "evaluate_formulas":
-                fits = evaluator.fit_many(args["expressions"], starts=args.get("starts"))
-                records = [{k: fit.to_dict()[k] for k in RECORD_KEYS} for fit in fits]
-                result = ToolCallResult(True, {"results": records}, "", {"tool": name})
-            else:
-                result = ToolCallResult(True, {"submitted": args.get("expression")}, "", {"tool": name})
-            context.tool_history.append((ToolCall(name, args, call["id"]), result))
+        evaluate_turn(model, context, evaluator)
     path.write_bytes(pickle.dumps({"info": context.info, "history": context.tool_history}))
     print(f"recorded {len(context.tool_history)} tool calls to {path}")
 
@@ -89,14 +69,14 @@ def replay(path: Path) -> tuple[float, int, str]:
     history = stored["history"]
     context = Context(info=copy.deepcopy(stored["info"]))
     model = EvolveModel(seed=0)
-    model.call(context, TOOLS)  # the first turn builds the library: not the per-turn cost
+    model.call(context, None)  # the first turn builds the library: not the per-turn cost
     context.tool_history.append(history[0])
     sha = hashlib.sha256()
     cpu = 0.0
     proposed = 0
     for pair in history[1:]:
         start = time.process_time()
-        response = model.call(context, TOOLS)
+        response = model.call(context, None)
         cpu += time.process_time() - start
         for call in response.tool_calls:
             sha.update(call["function"]["arguments"].encode())
