@@ -46,9 +46,6 @@ from sr_dist.sr.evolve.tree import (
 __all__ = ["EvolveConfig", "INHERITED_SHARE", "SeedKeys", "Proposal", "SearchConfig", "grammar_for", "inherited_start", "propose"]
 
 _POLISH_OPERATORS = ("drop_term", "constant_subtree", "delete_node")
-#: The operators by name and the cumulative probabilities of their weights (drawn per slot).
-_OPERATOR_NAMES = tuple(sorted(OPERATORS))
-_OPERATOR_CDF = cumulative(probabilities([OPERATORS[k][1] for k in _OPERATOR_NAMES]))
 #: Limits for library seeds (the search's own are ``EvolveConfig.max_size`` and
 #: ``max_constants``): the evaluator's largest constant bucket, and twice the default size.
 SEED_MAX_CONSTANTS = 16
@@ -300,7 +297,8 @@ def propose(
     ranked = history.ranked(config.parsimony)
     pool_keys = {i.canonical for i in ranked[: config.pool_size]}
     pool = list(ranked[: config.pool_size]) + [i for i in history.pareto() if i.canonical not in pool_keys]
-    names_ops = _OPERATOR_NAMES
+    names_ops = sorted(OPERATORS)  # read per call: OPERATORS is a public table
+    operator_cdf = cumulative(probabilities([OPERATORS[k][1] for k in names_ops]))
 
     attempts = config.attempts_per_slot * config.batch_size
     while len(batch.texts) < config.batch_size and attempts > 0:
@@ -313,7 +311,7 @@ def propose(
             op_name = _POLISH_OPERATORS[int(rng.integers(len(_POLISH_OPERATORS)))]
             parents: tuple[Node, ...] = (solved[int(rng.integers(len(solved)))].tree,)
         else:
-            op_name = names_ops[draw(rng, _OPERATOR_CDF)]
+            op_name = names_ops[draw(rng, operator_cdf)]
             first = ranked[0] if rng.random() < config.p_elite else tournament(pool, rng, config.tournament_size, config.parsimony)
             second = tournament(pool, rng, config.tournament_size, config.parsimony)
             parents = (first.tree, second.tree)
