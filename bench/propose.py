@@ -69,18 +69,18 @@ def replay(path: Path) -> tuple[float, int, str]:
     history = stored["history"]
     context = Context(info=copy.deepcopy(stored["info"]))
     model = EvolveModel(seed=0)
-    model.call(context, None)  # the first turn builds the library: not the per-turn cost
-    context.tool_history.append(history[0])
     sha = hashlib.sha256()
     cpu = 0.0
     proposed = 0
-    for pair in history[1:]:
+    for turn, pair in enumerate(history):
         start = time.process_time()
         response = model.call(context, None)
-        cpu += time.process_time() - start
+        if turn:  # the first turn builds the seed library: not the per-turn cost
+            cpu += time.process_time() - start
         for call in response.tool_calls:
             sha.update(call["function"]["arguments"].encode())
-            proposed += len(json.loads(call["function"]["arguments"]).get("expressions", []))
+            if turn:
+                proposed += len(json.loads(call["function"]["arguments"]).get("expressions", []))
         context.tool_history.append(pair)
     return cpu, proposed, sha.hexdigest()[:16]
 

@@ -52,7 +52,6 @@ __all__ = [
     "constant_reductions",
     "cumulative",
     "draw",
-    "probabilities",
     "within_limits",
     "finish",
 ]
@@ -101,19 +100,13 @@ class Grammar:
 Operator = Callable[[tuple[Node, ...], np.random.Generator, Grammar], Node | None]
 
 
-def cumulative(p: Sequence[float] | np.ndarray) -> tuple[float, ...]:
-    """The cumulative probabilities :func:`draw` takes, computed from probabilities ``p`` as
-    ``Generator.choice`` computes them."""
-    cdf = np.asarray(p, dtype=float).cumsum()
+def cumulative(weights: Sequence[float]) -> tuple[float, ...]:
+    """The cumulative probabilities :func:`draw` takes for relative ``weights``: what
+    ``Generator.choice`` computes from ``p = weights / sum(weights)``."""
+    w = np.asarray(weights, dtype=float)
+    cdf = (w / w.sum()).cumsum()
     cdf /= cdf[-1]
     return tuple(cdf.tolist())
-
-
-def probabilities(weights: Sequence[float]) -> np.ndarray:
-    """``weights`` over their sum."""
-    w = np.asarray(weights, dtype=float)
-    out: np.ndarray = w / w.sum()
-    return out
 
 
 def draw(rng: np.random.Generator, cdf: Sequence[float]) -> int:
@@ -125,7 +118,7 @@ def draw(rng: np.random.Generator, cdf: Sequence[float]) -> int:
 
 @lru_cache(maxsize=256)
 def _table(items: tuple[tuple[str, float], ...]) -> tuple[tuple[str, ...], tuple[float, ...]]:
-    return tuple(k for k, _ in items), cumulative(probabilities([w for _, w in items]))
+    return tuple(k for k, _ in items), cumulative([w for _, w in items])
 
 
 def _weighted(rng: np.random.Generator, table: Mapping[str, float]) -> str:
@@ -340,7 +333,7 @@ def add_term(parents: tuple[Node, ...], rng: np.random.Generator, grammar: Gramm
     return finish(replace(tree, path, new), grammar)
 
 
-_COMBINE_CDF = cumulative([0.45, 0.35, 0.1, 0.1])
+_COMBINE_CDF = cumulative([0.45, 0.35, 0.1, 0.1])  # sums to exactly 1.0: choice's own cdf
 
 
 def combine(parents: tuple[Node, ...], rng: np.random.Generator, grammar: Grammar) -> Node | None:

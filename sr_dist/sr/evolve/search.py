@@ -28,7 +28,6 @@ from sr_dist.sr.evolve.operators import (
     constant_reductions,
     cumulative,
     draw,
-    probabilities,
     random_tree,
     within_limits,
 )
@@ -298,7 +297,7 @@ def propose(
     pool_keys = {i.canonical for i in ranked[: config.pool_size]}
     pool = list(ranked[: config.pool_size]) + [i for i in history.pareto() if i.canonical not in pool_keys]
     names_ops = sorted(OPERATORS)  # read per call: OPERATORS is a public table
-    operator_cdf = cumulative(probabilities([OPERATORS[k][1] for k in names_ops]))
+    operator_cdf = cumulative([OPERATORS[k][1] for k in names_ops])
 
     attempts = config.attempts_per_slot * config.batch_size
     while len(batch.texts) < config.batch_size and attempts > 0:
