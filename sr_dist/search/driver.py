@@ -81,9 +81,13 @@ STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 def reports_restart(exc: BaseException) -> bool:
-    """Whether a failed call says Ray is restarting the actor (or has restarted it): an actor
-    that is temporarily unavailable because its process died, not one that is merely slow."""
-    return isinstance(exc, ActorUnavailableError) and "restart" in str(exc)
+    """Whether a failed call says the actor's process is gone and Ray is bringing it back:
+    Ray's ``ActorUnavailableError``, whether it says "restarting" (the process died) or that
+    the actor's address refuses connections (its node died: Ray restarts it elsewhere). A
+    slow actor times out instead, and one Ray gave up on raises ``RayActorError``. The count
+    stays right if the actor was only unreachable: when it next answers, its instance token
+    decides (``Driver.note_evaluator``)."""
+    return isinstance(exc, ActorUnavailableError)
 
 
 class Interrupts:

@@ -135,8 +135,9 @@ def test_when_every_agent_loses_its_model_the_run_fails_clearly(ray_cluster: Non
 
 
 def test_only_a_restart_counts_as_one() -> None:
-    """The driver counts a replica Ray reports restarting (its stats call failing so) even when
-    the run ends before the new instance answers; other failures are not restarts."""
+    """The driver counts a replica Ray reports unavailable (restarting, or its node gone) even
+    when the run ends before the new instance answers; a timeout or a dead actor is not a
+    restart."""
     from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
     from sr_dist.search.driver import reports_restart
@@ -144,6 +145,7 @@ def test_only_a_restart_counts_as_one() -> None:
     actor = b"\x01" * 16
     assert reports_restart(ActorUnavailableError("IOError: The actor is restarting.", actor))
     assert reports_restart(ActorUnavailableError("IOError: The actor was restarted", actor))
-    assert not reports_restart(ActorUnavailableError("IOError: connection reset", actor))
+    assert reports_restart(ActorUnavailableError(  # what a killed node's replica gives
+        "RpcError: failed to connect to all addresses; Connection refused", actor))
     assert not reports_restart(RayActorError())
     assert not reports_restart(GetTimeoutError("the actor is restarting"))
