@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import threading
 import time
@@ -34,13 +33,15 @@ from sr_dist.search.actors import (
 from sr_dist.search.agent_run import AgentOutcome, AgentSpec, agent_seed, run_python_limits
 from sr_dist.search.decisions import decide_stop, new_run_id
 from sr_dist.search.errors import SearchError
-from sr_dist.search.pool_plan import replica_bundle, resolve_replicas, xla_env
+from sr_dist.search.pool_plan import replica_bundle, resolve_replicas
 from sr_dist.search.pool_stats import merge_replica_stats
 from sr_dist.search.progress import ProgressReporter, ProgressSnapshot, TallySnapshot
 from sr_dist.search.ray_setup import (
+    actor_runtime_env,
     agent_actor_name,
     cpu_env,
     evaluator_actor_name,
+    evaluator_env,
     writer_actor_name,
 )
 from sr_dist.search.resume import ResumeState, session_seed
@@ -213,7 +214,7 @@ class Driver:
         # object store, which Ray would not keep for its restart.
         held = HeldDataset(f"sr-dist:{self.run_id}:dataset")
         self._dataset_holder = DatasetHolder.options(  # type: ignore[attr-defined]
-            num_cpus=0, runtime_env=cpu_env(), name=held.holder,
+            num_cpus=0, runtime_env=actor_runtime_env(cpu_env()["env_vars"]), name=held.holder,
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
         ).remote(dataset)
         self._held = held
@@ -256,7 +257,8 @@ class Driver:
     def _create_agents(self, specs: list[AgentSpec], name: str) -> tuple[Any, list[AgentSpec]]:
         """The actor that will host ``specs`` (known to :meth:`kill_actors` from now on)."""
         actor = AgentActor.options(  # type: ignore[attr-defined]
-            name=name, num_cpus=0, max_concurrency=len(specs) + 16, runtime_env=cpu_env(),
+            name=name, num_cpus=0, max_concurrency=len(specs) + 16,
+            runtime_env=actor_runtime_env(cpu_env()["env_vars"]),
             scheduling_strategy="SPREAD",
         ).remote(specs, self._held, self.evaluators, self.writer,
                  self.settings.evaluator.max_in_flight)
@@ -325,9 +327,7 @@ class Driver:
             if s.device == "gpu":
                 options["num_gpus"] = s.num_gpus
             else:
-                options["runtime_env"] = {"env_vars": {"JAX_PLATFORMS": "cpu",
-                                                       **xla_env(s.cpus_per_replica,
-                                                               os.environ.get("XLA_FLAGS", ""))}}
+                options["runtime_env"] = actor_runtime_env(evaluator_env(s.cpus_per_replica))
             evaluator_cls: Any = EvaluatorActor
             self.evaluators.append(evaluator_cls.options(**options).remote(dataset, s, replica))
 

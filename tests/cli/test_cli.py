@@ -113,6 +113,11 @@ def _sweep_on_a_users_csv(tmp_path: Path) -> None:
     # Each run stops on a count or its target, not the clock: every runs row counts its own
     # rows, loaded or not.
     assert {r[0]: r[3] for r in runs} == per_run and all(r[3] > 0 for r in runs)
+    # The cluster the first run started gave its workers the evaluator's settings (no runtime
+    # environment per actor, sr_dist.search.ray_setup.worker_env), the second run's too.
+    for (stats,) in con.sql("SELECT evaluator_stats FROM runs").fetchall():
+        flags = [row["xla_flags"] for row in json.loads(stats)["per_replica"]]
+        assert len(flags) == 1 and flags[0].endswith("--xla_cpu_multi_thread_eigen=false"), flags
     seeds = con.sql("SELECT DISTINCT regexp_extract(config, 'seed: ([0-9]+)\\n  max_tool', 1) "
                     "FROM runs").fetchall()
     assert sorted(s[0] for s in seeds) == ["0", "1"]
