@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ from sr_dist.conversation import Context
 from sr_dist.models.base import ModelConfigError, ModelError, ModelResponse, Usage
 from sr_dist.models.options import COMMON_KEYS, as_plain_dict, check_keys
 from sr_dist.sr.evolve.library.assemble import library_seeds
+from sr_dist.sr.evolve.library.cache import LibraryCache
 from sr_dist.sr.evolve.library.config import LibraryConfig, library_config
 from sr_dist.sr.evolve.library.sample import Sample, sample_from_info
 from sr_dist.sr.evolve.library.seed import Seed
@@ -44,7 +46,7 @@ __all__ = ["EvolveModel", "build_evolve"]
 
 _SEARCH_KEYS = frozenset(f.name for f in fields(EvolveConfig))
 #: Keys an evolve config may hold: the common model keys (ignored) plus its own.
-_ALLOWED_KEYS = COMMON_KEYS | _SEARCH_KEYS | {"seed", "variables", "library"}
+_ALLOWED_KEYS = COMMON_KEYS | _SEARCH_KEYS | {"seed", "variables", "library", "library_cache"}
 
 
 def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str] | None:
@@ -81,6 +83,7 @@ class EvolveModel:
         seed: int | None = 0,
         batch_size: int = 64,
         library: Mapping[str, Any] | LibraryConfig | None = None,
+        library_cache: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> None:
         unknown = set(options) - _SEARCH_KEYS
@@ -98,6 +101,11 @@ class EvolveModel:
             self.library = library_config(library)
         except (TypeError, ValueError) as exc:
             raise ModelConfigError(f"invalid evolve library options: {exc}") from exc
+        if library_cache is not None and (not isinstance(library_cache, (str, os.PathLike))
+                                          or not os.fspath(library_cache)):
+            raise ModelConfigError(f"library_cache must be a folder path or null, got {library_cache!r}")
+        #: Where built libraries are kept across processes (:mod:`.library.cache`); None: not.
+        self.library_cache = None if library_cache is None else LibraryCache(library_cache)
         self._libraries: dict[str, tuple[Seed, ...]] = {}
         #: Each library's memo of its seeds' keys, under the library's own memo key (which
         #: includes the variables the keys depend on).
@@ -172,7 +180,11 @@ class EvolveModel:
                  units: Any = None) -> tuple[Seed, ...]:
         key = _library_key(variables, sample, units)
         if key not in self._libraries:
-            self._libraries[key] = library_seeds(variables, sample, units, self.library)
+            def build() -> tuple[Seed, ...]:
+                return tuple(library_seeds(variables, sample, units, self.library))
+
+            self._libraries[key] = (build() if self.library_cache is None
+                                    else self.library_cache.get(f"{key} {self.library!r}", build))
         return self._libraries[key]
 
     def _respond(self, proposal: Proposal, history: History) -> ModelResponse:
