@@ -119,19 +119,18 @@ class EvaluatorActor:
 
     def __init__(self, dataset: Any, settings: EvaluatorSettings, replica: int = 0) -> None:
         setup_actor_logging()
-        # Imported first (JAX's import takes about 1.4 s of a core; it starts no backend), so
-        # the dataset holder's start overlaps it instead of preceding it.
-        from sr_dist.evaluator import Evaluator
         from sr_dist.search.pool_plan import replica_cores
-        from sr_dist.search.service import BatchingEvaluator
 
         dataset = fetch_dataset(dataset)
         pin = settings.device == "cpu" and hasattr(os, "sched_setaffinity")  # Linux only
         cores = (replica_cores(replica, settings.cpus_per_replica, sorted(os.sched_getaffinity(0)))
                  if pin else None)
-        if cores is not None:  # before JAX's backend starts: XLA sizes its thread pool from this
+        if cores is not None:  # before JAX starts: XLA sizes its thread pool from this
             os.sched_setaffinity(0, cores)
         self._cores = cores
+
+        from sr_dist.evaluator import Evaluator
+        from sr_dist.search.service import BatchingEvaluator
 
         options = dict(settings.options)
         if settings.compilation_cache_dir:
