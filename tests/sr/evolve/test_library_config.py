@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from sr_dist.models.base import ModelConfigError
 from sr_dist.sr.evolve.library import Sample, library_for_info, seed_library
 from sr_dist.sr.evolve.library.assemble import build_library, library_seeds
-from sr_dist.sr.evolve.library.config import DEFAULT_LIBRARY, SOURCES, LibraryConfig, library_config
+from sr_dist.sr.evolve.library.config import DEFAULT_LIBRARY, DEFAULT_SOURCES, SOURCES, LibraryConfig, library_config
 from sr_dist.sr.evolve.library.sources.data_free import data_free_seeds
 from sr_dist.sr.evolve.model import build_evolve
 from sr_dist.sr.evolve.tree import render
@@ -68,7 +68,7 @@ def test_every_seed_names_its_source_and_the_trees_are_the_library() -> None:
 def test_leaving_a_source_out_removes_exactly_its_seeds() -> None:
     variables, sample = _sample(1)
     full = library_seeds(variables, sample)
-    without = library_seeds(variables, sample, config=LibraryConfig(sources=tuple(s for s in SOURCES if s != "power_law")))
+    without = library_seeds(variables, sample, config=LibraryConfig(sources=tuple(s for s in DEFAULT_SOURCES if s != "power_law")))
     # The same seeds in the same order; the decomposition's looser ones sit a fixed number of
     # entries into the rest, so they may move against the others.
     def others(seeds: object) -> list[object]:

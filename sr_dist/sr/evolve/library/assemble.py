@@ -18,6 +18,7 @@ from sr_dist.sr.evolve.library.config import DEFAULT_LIBRARY, LibraryConfig
 from sr_dist.sr.evolve.library.order import interleave
 from sr_dist.sr.evolve.library.sample import sample_from_info
 from sr_dist.sr.evolve.library.seed import Seed, seeds_from
+from sr_dist.sr.evolve.library.sources.curves import curve_seeds
 from sr_dist.sr.evolve.library.sources.data_free import data_free_seeds
 from sr_dist.sr.evolve.library.sources.decomposition import decomposition_seeds
 from sr_dist.sr.evolve.library.sources.group_shapes import group_shape_seeds
@@ -91,7 +92,8 @@ def plain_library(variables: Sequence[str], sample: Sample | None, sparse: bool 
     elif sums and sample is not None:
         exact, loose = transformed_sum_seeds(sample, variables, [], config)
     free = seeds_from(data_free_seeds(variables), "data_free") if config.runs("data_free") else []
-    return exact, interleave([monomials, one_var, groups, loose, two_var, free])
+    curves = seeds_from(curve_seeds(variables), "curves") if config.runs("curves") else []
+    return exact, interleave([monomials, one_var, curves, groups, loose, two_var, free])
 
 
 def library_seeds(variables: tuple[str, ...], sample: Sample | None, units: Any = None,

@@ -14,12 +14,15 @@ from typing import Any
 
 from sr_dist.sr.evolve.library.sparse_sums import EXHAUSTIVE_TERMS, PAIR_COMPLETION_TERMS, SINGLE_PAIR_TERMS
 
-__all__ = ["DEFAULT_LIBRARY", "SOURCES", "LibraryConfig", "library_config"]
+__all__ = ["DEFAULT_LIBRARY", "DEFAULT_SOURCES", "SOURCES", "LibraryConfig", "library_config"]
 
-#: The seed sources, by the names seeds carry (``Seed.source``; a source with sub-searches adds
-#: ``/sums``, ``/rational`` or ``/ratios``).
-SOURCES: tuple[str, ...] = ("transformed_sums", "decomposition", "power_law", "group_shapes", "data_free",
-                            "pi_groups")
+#: The seed sources that run by default, by the names seeds carry (``Seed.source``; a source
+#: with sub-searches adds ``/sums``, ``/rational`` or ``/ratios``).
+DEFAULT_SOURCES: tuple[str, ...] = ("transformed_sums", "decomposition", "power_law", "group_shapes",
+                                    "data_free", "pi_groups")
+#: Every seed source: the default ones and those a run turns on (``curves``: classic curves
+#: with their constants inside their functions, :mod:`.sources.curves`).
+SOURCES: tuple[str, ...] = (*DEFAULT_SOURCES, "curves")
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class LibraryConfig:
     so a library is a function of its sample alone."""
 
     #: The sources that run (any subset of ``SOURCES``, in any order: the library's order is fixed).
-    sources: tuple[str, ...] = SOURCES
+    sources: tuple[str, ...] = DEFAULT_SOURCES
     #: Training rows the sparse sums are fitted on (a few hundred identify a sparse model; the
     #: evaluator checks it on every row).
     sample_rows: int = 256

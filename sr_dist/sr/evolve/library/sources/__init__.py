@@ -14,6 +14,9 @@ module                        what it proposes
                               Buckingham π groups
 ``decomposition``             separability, symmetries and recursion (AI Feynman's tests)
 ``data_free``                 monomials, products, ratios and sums with free constants
+``curves``                    classic curves with constants inside their functions (logistic,
+                              Gaussian, sinusoid, damped sinusoid, approach, saturation); off
+                              by default
 ============================  =================================================================
 
 A new heuristic arrives as a new module here (or a catalog entry in
