@@ -4,7 +4,8 @@ The fitted constants are floats; the truth has exact ones (``1/2``, ``4*pi``, ``
 Each fitted constant is snapped to the simplest closed form it matches to a relative tolerance
 (a small rational times a power of pi, a small function of a rational, or the square root of a
 pi multiple: the judge's families of the catalog shared with the simplifier,
-:data:`sr_dist.formula.constants.RECOVERY_FAMILIES`), then sympy decides
+:data:`sr_dist.formula.constants.RECOVERY_FAMILIES`; last, a rational phase plus quarter turns),
+then sympy decides
 whether candidate and truth are the same function. Variables are taken as positive reals (the
 AI Feynman sampling ranges are positive), which lets sympy cancel ``sqrt(x**2)``.
 """
@@ -40,6 +41,11 @@ ZERO_BELOW = 1e-4
 LOOSE_FACTOR = 10
 LOOSE_MAX_PI_POWER = 1
 LOOSE_MAX_DENOMINATOR = 12
+#: The quarter turns ``k`` a phase ``p/q + k*pi/2`` may carry (:func:`_phase_shifted`), fewest
+#: first.
+QUARTER_TURNS = (1, -1, 2, -2, 3, -3, 4, -4)
+#: Largest magnitude taken for a phase: a whole turn and a quarter.
+PHASE_MAX = 2.5 * math.pi
 
 
 def snap_constant(value: float, rel_tol: float = 2e-6,
@@ -54,8 +60,9 @@ def snap_constant(value: float, rel_tol: float = 2e-6,
     ``10 * rel_tol``, fancier forms only within ``rel_tol``. Between the plain forms and the
     roots, ``log(p/q)``, ``exp(p/q)``, ``(p/q)**3``, ``sin(p/q)`` and ``cos(p/q)`` with
     ``q <= 10`` (:func:`_function_of_rational`), within ``rel_tol``: a root with a large ``p``
-    matches almost any value. Values below 1e-4 in magnitude snap to 0 (no AI Feynman
-    constant is that small).
+    matches almost any value. A phase ``p/q + k*pi/2`` (:func:`_phase_shifted`) is tried right
+    after the plain forms (``|k| <= 1``). Values below 1e-4 in magnitude snap to 0 (no AI
+    Feynman constant is that small).
     """
     import sympy
 
@@ -65,12 +72,38 @@ def snap_constant(value: float, rel_tol: float = 2e-6,
         return sympy.Integer(0)
     sign = 1 if value > 0 else -1
     magnitude = abs(value)
-    closed = _first_scaled(PI_MULTIPLES, magnitude, rel_tol, max_denominator)
+    closed = _first_scaled(PI_MULTIPLES[:3], magnitude, rel_tol, max_denominator)
+    if closed is None:
+        phase = _phase_shifted(value, rel_tol)
+        if phase is not None:
+            return phase
+        closed = _first_scaled(PI_MULTIPLES[3:], magnitude, rel_tol, max_denominator)
     if closed is None:
         closed = _function_of_rational(magnitude, rel_tol)
     if closed is None:
         closed = _first_scaled(PI_MULTIPLE_ROOTS, magnitude, rel_tol, max_denominator)
     return None if closed is None else sign * closed
+
+
+def _phase_shifted(value: float, rel_tol: float) -> sympy.Expr | None:
+    """``p/q + k*pi/2`` (``k`` in :data:`QUARTER_TURNS`, ``q <= LOOSE_MAX_DENOMINATOR``) within
+    ``rel_tol`` of ``value`` (``|value| <= PHASE_MAX``), fewest turns first: the phase of a
+    fitted sinusoid is found up to quarter turns, with the amplitude's sign or ``sin``/``cos``
+    making up for them (``-5/2*sin(u + 9/10 + pi)`` is ``5/2*sin(u + 9/10)``, which sympy sees
+    once the phase is exact). Tried after the plain forms and before the higher powers of pi,
+    which match almost any value of this size (``359/(9*pi**2)`` is within 2e-6 of
+    ``9/10 + pi``), at the strict tolerance only."""
+    import sympy
+
+    if abs(value) > PHASE_MAX:
+        return None
+    for k in QUARTER_TURNS:
+        rest = value - k * math.pi / 2
+        for q in range(1, LOOSE_MAX_DENOMINATOR + 1):
+            p = round(rest * q)
+            if p != 0 and abs(p / q + k * math.pi / 2 - value) <= rel_tol * abs(value):
+                return sympy.Rational(p, q) + k * sympy.pi / 2
+    return None
 
 
 def _first_scaled(families: Sequence[Scaled], magnitude: float, rel_tol: float,

@@ -32,6 +32,9 @@ SNAP_CASES = [
     (math.sin(0.8), "sin(4/5)"),
     (-math.cos(0.8), "-cos(4/5)"),
     (math.sin(2.5), "sin(5/2)"),
+    # A fitted sinusoid's phase, found up to quarter turns.
+    (0.9 + math.pi, "9/10 + pi"),
+    (-0.7 - math.pi / 2, "-7/10 - pi/2"),
     (1.2345678, None),
     (0.1234567, None),
     (math.inf, None),
@@ -49,12 +52,25 @@ def test_snap_constant(value: float, expected: str | None) -> None:
         assert snapped is not None and sympy.simplify(snapped - sympy.sympify(expected)) == 0
 
 
+def test_a_phase_off_by_more_than_the_tolerance_is_no_phase() -> None:
+    import sympy
+
+    snapped = snap_constant(0.9 + math.pi + 1e-4)
+    assert snapped is None or sympy.simplify(snapped - sympy.Rational(9, 10) - sympy.pi) != 0
+
+
 RECOVERY_CASES = [
     # (candidate, constants, truth, variables, expected)
     # log(7/5*x2) fitted as log(x2) + c3: c3 snaps to log(7/5); a c3 off by 1e-3 does not.
     ("x0*(c0*log(x2) + c1*x1 + c3)", {"c0": 1.0, "c1": 1.0, "c3": math.log(1.4)}, "x0*(log(7/5*x2) + x1)", ["x0", "x1", "x2"], True),
     ("x0*(c0*log(x2) + c1*x1 + c3)", {"c0": 1.0, "c1": 1.0, "c3": math.log(1.4) + 1e-3}, "x0*(log(7/5*x2) + x1)", ["x0", "x1", "x2"], False),
     ("c0*exp(x0) + c1", {"c0": math.exp(1.7), "c1": 1.0}, "exp(x0 + 17/10) + 1", ["x0"], True),
+    # The law's own damped sinusoid, fitted with the phase half a turn on and the amplitude
+    # negated.
+    ("c0*exp(-(c1*x1))*sin(c2*x1 + c3) + c4*x0", {"c0": -2.5, "c1": 0.7, "c2": 4.1, "c3": 0.9 + math.pi, "c4": 3.9},
+     "5/2*exp(-7/10*x1)*sin(41/10*x1 + 9/10) + 39/10*x0", ["x0", "x1"], True),
+    ("c0*exp(-(c1*x1))*sin(c2*x1 + c3) + c4*x0", {"c0": 2.5, "c1": 0.7, "c2": 4.1, "c3": 0.9 + math.pi, "c4": 3.9},
+     "5/2*exp(-7/10*x1)*sin(41/10*x1 + 9/10) + 39/10*x0", ["x0", "x1"], False),
     ("c0*q*(Ef + c1*B*v*sin(theta))", {"c0": 1.0000001, "c1": 0.9999999}, "q*(Ef+B*v*sin(theta))", ["q", "Ef", "B", "v", "theta"], True),
     ("c0*p_d*sin(c1*theta)/(epsilon*r**3)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], True),
     ("c0*p_d*sin(c1*theta)/(epsilon*r**2)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], False),
