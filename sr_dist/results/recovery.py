@@ -42,10 +42,11 @@ LOOSE_FACTOR = 10
 LOOSE_MAX_PI_POWER = 1
 LOOSE_MAX_DENOMINATOR = 12
 #: The quarter turns ``k`` a phase ``p/q + k*pi/2`` may carry (:func:`_phase_shifted`), fewest
-#: first.
-QUARTER_TURNS = (1, -1, 2, -2, 3, -3, 4, -4)
-#: Largest magnitude taken for a phase: a whole turn and a quarter.
-PHASE_MAX = 2.5 * math.pi
+#: first: up to two whole turns either way (a fit's phase drifts by whole turns, and a negated
+#: frequency moves it by a half turn: ``sin(-4.1*x + 3*pi - 9/10)`` is ``sin(4.1*x + 9/10)``).
+QUARTER_TURNS = tuple(k for turns in range(1, 9) for k in (turns, -turns))
+#: Largest magnitude taken for a phase: two whole turns and a quarter.
+PHASE_MAX = 4.5 * math.pi
 
 
 def snap_constant(value: float, rel_tol: float = 2e-6,

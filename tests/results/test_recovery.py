@@ -71,6 +71,9 @@ RECOVERY_CASES = [
      "5/2*exp(-7/10*x1)*sin(41/10*x1 + 9/10) + 39/10*x0", ["x0", "x1"], True),
     ("c0*exp(-(c1*x1))*sin(c2*x1 + c3) + c4*x0", {"c0": 2.5, "c1": 0.7, "c2": 4.1, "c3": 0.9 + math.pi, "c4": 3.9},
      "5/2*exp(-7/10*x1)*sin(41/10*x1 + 9/10) + 39/10*x0", ["x0", "x1"], False),
+    # ... and with the frequency negated and the phase one and a half turns on.
+    ("c0*exp(-(c1*x1))*sin(c2*x1 + c3) + c4*x0", {"c0": 2.5, "c1": 0.7, "c2": -4.1, "c3": 3 * math.pi - 0.9, "c4": 3.9},
+     "5/2*exp(-7/10*x1)*sin(41/10*x1 + 9/10) + 39/10*x0", ["x0", "x1"], True),
     ("c0*q*(Ef + c1*B*v*sin(theta))", {"c0": 1.0000001, "c1": 0.9999999}, "q*(Ef+B*v*sin(theta))", ["q", "Ef", "B", "v", "theta"], True),
     ("c0*p_d*sin(c1*theta)/(epsilon*r**3)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], True),
     ("c0*p_d*sin(c1*theta)/(epsilon*r**2)", {"c0": 3 / (8 * math.pi), "c1": 2.0}, "p_d/(4*pi*epsilon)*3*cos(theta)*sin(theta)/r**3", ["epsilon", "p_d", "theta", "r"], False),
