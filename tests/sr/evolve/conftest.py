@@ -74,3 +74,19 @@ def step(model: Any, context: Context, evaluator: Evaluator) -> ModelResponse:
             result = ToolCallResult(True, {"submitted": args.get("expression")}, "submitted", {"tool": name})
         context.tool_history.append((ToolCall(name, args, call["id"]), result))
     return response
+
+
+@pytest.fixture
+def counted_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The variables of every seed library :mod:`sr_dist.sr.evolve.model` builds from now on."""
+    import sr_dist.sr.evolve.model as evolve_model
+
+    built: list[tuple[str, ...]] = []
+    real = evolve_model.library_seeds
+
+    def counting(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        built.append(tuple(variables))
+        return real(variables, *args, **kwargs)
+
+    monkeypatch.setattr(evolve_model, "library_seeds", counting)
+    return built

@@ -163,19 +163,10 @@ def test_seed_from_context_info_when_not_configured(datasets) -> None:
 
 
 def test_prepare_builds_the_library_once_and_changes_no_proposal(
-        datasets, evaluators, monkeypatch: pytest.MonkeyPatch) -> None:
+        datasets, evaluators, counted_builds) -> None:
     """``prepare`` (what an agent host runs while the evaluator warms up) builds the seed library
     the first call would build, and the turns after it propose what an unprepared model does."""
-    import sr_dist.sr.evolve.model as evolve_model
-
-    built: list[tuple[str, ...]] = []
-    real = evolve_model.library_seeds
-
-    def counting(variables, *args, **kwargs):
-        built.append(tuple(variables))
-        return real(variables, *args, **kwargs)
-
-    monkeypatch.setattr(evolve_model, "library_seeds", counting)
+    built = counted_builds
     prepared_context = Context(info=info_for(datasets["product"]))
     plain_context = copy.deepcopy(prepared_context)
     prepared, plain = EvolveModel(batch_size=12, seed=4), EvolveModel(batch_size=12, seed=4)

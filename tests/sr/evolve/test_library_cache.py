@@ -29,22 +29,6 @@ def tree(seed: int, depth: int = 3):
     return random_tree(np.random.default_rng(seed), GRAMMAR, depth)
 
 
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The variables of every library :mod:`sr_dist.sr.evolve.model` builds."""
-    import sr_dist.sr.evolve.model as evolve_model
-
-    built: list[tuple[str, ...]] = []
-    real = evolve_model.library_seeds
-
-    def counting(variables, *args, **kwargs):
-        built.append(tuple(variables))
-        return real(variables, *args, **kwargs)
-
-    monkeypatch.setattr(evolve_model, "library_seeds", counting)
-    return built
-
-
 def test_trees_survive_the_json_form_exactly() -> None:
     rng = np.random.default_rng(3)
     trees = [random_tree(rng, GRAMMAR, int(rng.integers(1, 6))) for _ in range(300)]
@@ -60,28 +44,32 @@ def test_a_malformed_node_is_refused(bad) -> None:
 
 
 def test_a_second_model_reads_the_library_and_proposes_the_same(
-        datasets, evaluators, counted, tmp_path: Path) -> None:
+        datasets, evaluators, counted_builds, tmp_path: Path) -> None:
     context = Context(info=info_for(datasets["sum"]))
-    first = EvolveModel(batch_size=12, seed=2, library_cache=tmp_path)
+    # A small library (two sources) keeps the test quick; the cache is the same for any.
+    small = {"sources": ["power_law", "data_free"]}
+    first = EvolveModel(batch_size=12, seed=2, library_cache=tmp_path, library=small)
     first.prepare(context)
-    assert len(counted) == 1
+    assert len(counted_builds) == 1
     assert len(list(tmp_path.glob("*.json"))) == 1
 
-    again, plain = EvolveModel(batch_size=12, seed=2, library_cache=tmp_path), EvolveModel(batch_size=12, seed=2)
+    again = EvolveModel(batch_size=12, seed=2, library_cache=tmp_path, library=small)
+    plain = EvolveModel(batch_size=12, seed=2, library=small)
     again_context, plain_context = copy.deepcopy(context), copy.deepcopy(context)
     again.prepare(again_context)
-    assert len(counted) == 1  # read, not built
+    assert len(counted_builds) == 1  # read, not built
     for _ in range(2):
         assert step(again, again_context, evaluators["sum"]) == step(plain, plain_context, evaluators["sum"])
-    assert len(counted) == 2  # only the model without a cache built one
+    assert len(counted_builds) == 2  # only the model without a cache built one
     assert again._libraries == plain._libraries
 
 
-def test_other_library_settings_or_data_are_other_entries(datasets, counted, tmp_path: Path) -> None:
-    EvolveModel(library_cache=tmp_path).prepare(Context(info=info_for(datasets["sum"])))
-    EvolveModel(library_cache=tmp_path, library={"max_basis": 300}).prepare(Context(info=info_for(datasets["sum"])))
-    EvolveModel(library_cache=tmp_path).prepare(Context(info=info_for(datasets["product"])))
-    assert len(counted) == 3
+def test_other_library_settings_or_data_are_other_entries(datasets, counted_builds, tmp_path: Path) -> None:
+    small, other = {"sources": ["data_free"]}, {"sources": ["data_free", "power_law"]}
+    EvolveModel(library_cache=tmp_path, library=small).prepare(Context(info=info_for(datasets["sum"])))
+    EvolveModel(library_cache=tmp_path, library=other).prepare(Context(info=info_for(datasets["sum"])))
+    EvolveModel(library_cache=tmp_path, library=small).prepare(Context(info=info_for(datasets["product"])))
+    assert len(counted_builds) == 3
     assert len(list(tmp_path.glob("*.json"))) == 3
 
 
