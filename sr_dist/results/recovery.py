@@ -4,8 +4,8 @@ The fitted constants are floats; the truth has exact ones (``1/2``, ``4*pi``, ``
 Each fitted constant is snapped to the simplest closed form it matches to a relative tolerance
 (a small rational times a power of pi, a small function of a rational, or the square root of a
 pi multiple: the judge's families of the catalog shared with the simplifier,
-:data:`sr_dist.formula.constants.RECOVERY_FAMILIES`; last, a rational phase plus quarter turns),
-then sympy decides
+:data:`sr_dist.formula.constants.RECOVERY_FAMILIES`, and after its plain forms a rational phase
+plus quarter turns), then sympy decides
 whether candidate and truth are the same function. Variables are taken as positive reals (the
 AI Feynman sampling ranges are positive), which lets sympy cancel ``sqrt(x**2)``.
 """
@@ -47,6 +47,8 @@ LOOSE_MAX_DENOMINATOR = 12
 QUARTER_TURNS = tuple(k for turns in range(1, 9) for k in (turns, -turns))
 #: Largest magnitude taken for a phase: two whole turns and a quarter.
 PHASE_MAX = 4.5 * math.pi
+#: Largest denominator ``q`` of a phase's rational part.
+PHASE_MAX_DENOMINATOR = 12
 
 
 def snap_constant(value: float, rel_tol: float = 2e-6,
@@ -87,7 +89,7 @@ def snap_constant(value: float, rel_tol: float = 2e-6,
 
 
 def _phase_shifted(value: float, rel_tol: float) -> sympy.Expr | None:
-    """``p/q + k*pi/2`` (``k`` in :data:`QUARTER_TURNS`, ``q <= LOOSE_MAX_DENOMINATOR``) within
+    """``p/q + k*pi/2`` (``k`` in :data:`QUARTER_TURNS`, ``q <= PHASE_MAX_DENOMINATOR``) within
     ``rel_tol`` of ``value`` (``|value| <= PHASE_MAX``), fewest turns first: the phase of a
     fitted sinusoid is found up to quarter turns, with the amplitude's sign or ``sin``/``cos``
     making up for them (``-5/2*sin(u + 9/10 + pi)`` is ``5/2*sin(u + 9/10)``, which sympy sees
@@ -100,7 +102,7 @@ def _phase_shifted(value: float, rel_tol: float) -> sympy.Expr | None:
         return None
     for k in QUARTER_TURNS:
         rest = value - k * math.pi / 2
-        for q in range(1, LOOSE_MAX_DENOMINATOR + 1):
+        for q in range(1, PHASE_MAX_DENOMINATOR + 1):
             p = round(rest * q)
             if p != 0 and abs(p / q + k * math.pi / 2 - value) <= rel_tol * abs(value):
                 return sympy.Rational(p, q) + k * sympy.pi / 2

@@ -145,11 +145,14 @@ def worker_env(settings: Settings) -> dict[str, str]:
     return {**cpu_env()["env_vars"], **evaluator_env(settings.evaluator.cpus_per_replica)}
 
 
-def actor_runtime_env(env_vars: Mapping[str, str]) -> dict[str, Any] | None:
+def actor_runtime_env(env_vars: Mapping[str, str],
+                      inherited: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The ``runtime_env`` option for an actor that needs ``env_vars``: ``None`` where every
-    worker of the connected cluster already has them (:func:`worker_env`), else those
-    variables."""
-    if all(_inherited.get(name) == value for name, value in env_vars.items()):
+    worker of the cluster already has them, else those variables. ``inherited``: what the
+    cluster's workers have (default: what :func:`init_ray` gave the cluster it started,
+    :func:`worker_env`; nothing for a cluster it joined)."""
+    have = _inherited if inherited is None else inherited
+    if all(have.get(name) == value for name, value in env_vars.items()):
         return None
     return {"env_vars": dict(env_vars)}
 

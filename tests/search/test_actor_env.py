@@ -42,6 +42,14 @@ def test_the_variables_are_set_only_while_ray_starts(monkeypatch: pytest.MonkeyP
     assert os.environ["XLA_FLAGS"] == "--mine" and "JAX_PLATFORMS" not in os.environ
 
 
-def test_actors_on_a_cluster_sr_dist_did_not_start_get_their_own_environment() -> None:
-    # This process started no cluster through init_ray: nothing is inherited.
-    assert actor_runtime_env({"JAX_PLATFORMS": "cpu"}) == {"env_vars": {"JAX_PLATFORMS": "cpu"}}
+def test_actors_ask_for_the_variables_their_workers_lack(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    wanted = evaluator_env(1)
+    # A cluster sr-dist joined (or the caller started): the variables go with each actor.
+    assert actor_runtime_env(wanted, inherited={}) == {"env_vars": wanted}
+    # One it started with worker_env: nothing more is asked for ...
+    inherited = worker_env(settings_from_config(compose_config([])))
+    assert actor_runtime_env(wanted, inherited=inherited) is None
+    assert actor_runtime_env(cpu_env()["env_vars"], inherited=inherited) is None
+    # ... unless a later run of the kept cluster wants other values (another core count).
+    assert actor_runtime_env(evaluator_env(2), inherited=inherited) == {"env_vars": evaluator_env(2)}
