@@ -378,8 +378,11 @@ class EvaluatorConfig(_Group):
     #: batch's cost per formula hardly depends on its size and waiting idled the evaluator
     #: (evaluator/gpu.yaml sets 0.02: wide batches are what a GPU is fast on).
     max_wait_s: float = 0.0
-    #: Compile the common shape buckets before the agents start.
-    warmup: bool = True
+    #: Compile the common shape buckets before the search's clock starts. Off on the CPU: the
+    #: search starts once the agents are prepared, and the evaluator compiles (or loads from
+    #: the persistent cache) what its first requests need while they propose. evaluator=gpu
+    #: turns it on (a GPU's compiles are longer and its first batches wider).
+    warmup: bool = False
     #: JAX's persistent compilation cache (``None``: off); makes compiles one-off per machine.
     compilation_cache_dir: str | None = dataclasses.field(
         default="~/.cache/sr-dist/jax", metadata={ENV: "SR_DIST_JAX_CACHE_DIR"})

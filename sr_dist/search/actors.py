@@ -341,7 +341,7 @@ class AgentActor:
     def __init__(self, specs: Sequence[Any], dataset: Any, evaluators: Sequence[Any],
                  writer: Any, max_in_flight: int = 4) -> None:
         # The episode's imports (the loop, the tools, the model providers) happen here, while
-        # the driver waits for the evaluator's warm-up, not when the search has begun.
+        # the evaluator starts, not when the search has begun.
         import sr_dist.search.agent_run  # noqa: F401
         from sr_dist.search.pool import EvaluatorPool
 
@@ -367,8 +367,8 @@ class AgentActor:
 
     async def prepare(self, agent_id: int | None = None) -> None:
         """Build a hosted episode and let its model prepare (evolve's seed library: seconds of
-        CPU) before its run: the driver asks while the evaluator warms up, so the first
-        proposals go out as soon as the search starts. Its run uses what this built; a run
+        CPU) before its run: the driver asks while the evaluator starts and starts the search
+        once the agents are prepared, so the first proposals go out at once. Its run uses what this built; a run
         not prepared builds its episode itself."""
         await asyncio.shield(self._preparation(self._pick(agent_id), PREPARE_NICE))
 

@@ -240,15 +240,27 @@ class Driver:
                                       range(first, min(first + per_actor, s.search.agents))],
                                      agent_actor_name(self.run_id, first))
                  for first in range(0, s.search.agents, per_actor)]
-        for actor, specs in hosts:
-            for spec in specs:
-                actor.prepare.remote(spec.agent_id)
-        self._start_evaluator()
-        self._prefit()
+        prepared = [actor.prepare.remote(spec.agent_id) for actor, specs in hosts
+                    for spec in specs]
+        starting = self._start_evaluator()
+        # Without a warm-up (or a resumed run's pre-fit) nothing needs the evaluator before
+        # the search: the clock starts once the agents are prepared and the evaluator has its
+        # place on the cluster, and the evaluator's start (JAX's import, the compiles its first
+        # requests need, loaded from the persistent cache) overlaps the first proposals,
+        # which wait in its actor until it is up. The driver then confirms it came up.
+        early = not s.evaluator.warmup and (self.resume is None or not self.resume.warm)
+        if early:
+            self._await_placement()
+            ray.wait(prepared, num_returns=len(prepared), timeout=EVALUATOR_START_S)
+        else:
+            self._await_evaluator(starting)
+            self._prefit()
         self._expect(list(range(s.search.agents)))
         for actor, specs in hosts:
             self._run_agents(actor, specs)
         self.search_started = time.monotonic()
+        if early:
+            self._await_evaluator(starting)
 
     def _start_agents(self, specs: list[AgentSpec], name: str) -> None:
         """One agent actor hosting ``specs``; their ``run`` references join ``pending``."""
@@ -351,8 +363,9 @@ class Driver:
         done = ray.get(calls, timeout=EVALUATOR_START_S)
         self.say(f"sr-dist: evaluator warmed in {max(d['seconds'] for d in done):.1f} s")
 
-    def _start_evaluator(self) -> None:
-        """Wait for the evaluator actor (and its warm-up); a clear error if it cannot start."""
+    def _start_evaluator(self) -> list[Any]:
+        """Ask the evaluator replicas for their warm-up (without one, for their stats: they
+        answer once started); :meth:`_await_evaluator` waits for the answers."""
         s = self.settings.evaluator
         # The offline proposer asks for local searches (inherited constants, on by default):
         # compile those executables before the search too, not in its first seconds.
@@ -364,13 +377,29 @@ class Driver:
         if s.warmup:
             replicas = f"{len(calls)} evaluator replicas" if len(calls) > 1 else "the evaluator"
             self.say(f"sr-dist: warming up {replicas} (compiling; cached across runs) ...")
+        return calls
+
+    def _not_started(self) -> SearchError:
+        s = self.settings.evaluator
+        return SearchError(
+            f"the evaluator actor did not start within {EVALUATOR_START_S:.0f} s "
+            f"(evaluator.device={s.device}, num_gpus={s.num_gpus:g}): does the cluster "
+            "have the resources?")
+
+    def _await_placement(self) -> None:
+        """Wait until the cluster has reserved the evaluator replicas' resources (at once on a
+        machine's own cluster; a cluster that must add a node for them takes longer)."""
+        ready, _ = ray.wait([self.placement.ready()], timeout=EVALUATOR_START_S)
+        if not ready:
+            raise self._not_started()
+
+    def _await_evaluator(self, calls: list[Any]) -> None:
+        """Wait for the evaluator replicas' answers; a clear error if one cannot start."""
+        s = self.settings.evaluator
         try:
             results = ray.get(calls, timeout=EVALUATOR_START_S)
         except GetTimeoutError:
-            raise SearchError(
-                f"the evaluator actor did not start within {EVALUATOR_START_S:.0f} s "
-                f"(evaluator.device={s.device}, num_gpus={s.num_gpus:g}): does the cluster "
-                "have the resources?") from None
+            raise self._not_started() from None
         except RayError as exc:
             cause = str(exc).strip().splitlines()
             raise SearchError("the evaluator actor could not start: "

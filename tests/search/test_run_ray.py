@@ -87,17 +87,27 @@ def test_two_agents_one_evaluator(ray_cluster: None, tmp_path: Path) -> None:
     assert "Pareto front" in text and f"sr-dist-query {tmp_path} --run {summary.run_id}" in text
 
 
-def test_an_evaluator_that_cannot_start_fails_the_run_cleanly(ray_cluster: None,
-                                                               tmp_path: Path) -> None:
+@pytest.mark.parametrize("warmup", [False, True], ids=["agents-start-at-once", "after-warm-up"])
+def test_an_evaluator_that_cannot_start_fails_the_run_cleanly(ray_cluster: None, tmp_path: Path,
+                                                               warmup: bool) -> None:
+    """Without a warm-up the agents start before the evaluator is up; its failure still fails
+    the run with the evaluator's error, and no actor of the run is left."""
+    import ray
+
     from sr_dist.search import SearchError
 
+    run_id = f"test-bad-evaluator-{warmup}"
     with pytest.raises(SearchError, match="evaluator actor could not start") as info:
-        run_search(_cfg(tmp_path, "+evaluator.layout=diagonal", "search.max_seconds=5"),
-                   stream=io.StringIO(), handle_signals=False, run_id="test-bad-evaluator")
+        run_search(_cfg(tmp_path, "+evaluator.layout=diagonal", "search.max_seconds=5",
+                        f"evaluator.warmup={str(warmup).lower()}"),
+                   stream=io.StringIO(), handle_signals=False, run_id=run_id)
     assert "layout" in str(info.value)
-    record = read_run(tmp_path, "test-bad-evaluator")
+    record = read_run(tmp_path, run_id)
     assert record is not None and record.status == "failed" and record.stop_reason == "error"
     assert record.error is not None and "layout" in record.error
+    alive = [a for a in ray.util.list_named_actors(all_namespaces=True)
+             if run_id in (a["name"] if isinstance(a, dict) else a)]
+    assert alive == []
 
 
 def test_a_hanging_mcp_tool_does_not_hold_up_a_ray_run(ray_cluster: None, tmp_path: Path) -> None:
