@@ -55,6 +55,7 @@ from sr_dist.search.ray_setup import (
     evaluator_actor_name,
     init_ray,
     keep_cluster,
+    shutdown_cluster,
 )
 from sr_dist.search.report import (
     FrontReport,
@@ -243,8 +244,6 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True,
     leave a local cluster this call started running for the process's next run.
     ``before_shutdown(run_id, candidates)``: called once the final row is written, before Ray
     is shut down (``run_search`` starts the report's slow part there, beside the shutdown)."""
-    import ray  # imported once RAY_AUTH_MODE is decided (init_ray sets it first)
-
     from sr_dist.search.driver import Driver, Interrupts
 
     settings, dataset, path, resume = prepared.settings, prepared.dataset, prepared.path, prepared.resume
@@ -313,7 +312,7 @@ def drive(prepared: Prepared, out: TextIO, *, handle_signals: bool = True,
             finally:
                 ballast.release()
                 if started_cluster and not keep:
-                    ray.shutdown()
+                    shutdown_cluster()
                 else:
                     run.kill_actors()
                     if started_cluster:
