@@ -368,8 +368,8 @@ class AgentActor:
     async def prepare(self, agent_id: int | None = None) -> None:
         """Build a hosted episode and let its model prepare (evolve's seed library: seconds of
         CPU) before its run: the driver asks while the evaluator starts and starts the search
-        once the agents are prepared, so the first proposals go out at once. Its run uses what this built; a run
-        not prepared builds its episode itself."""
+        once the agents are prepared, so the first proposals go out at once. Its run uses what
+        this built; a run not prepared builds its episode itself."""
         await asyncio.shield(self._preparation(self._pick(agent_id), PREPARE_NICE))
 
     def _preparation(self, hosted: _Hosted, nice: int) -> asyncio.Task[Any]:

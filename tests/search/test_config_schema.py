@@ -57,11 +57,12 @@ def test_no_yaml_file_repeats_a_groups_defaults() -> None:
 def test_gpu_yaml_derives_from_cpu() -> None:
     gpu = OmegaConf.load(CONF / "evaluator" / "gpu.yaml")
     assert list(gpu.defaults) == ["cpu", "_self_"]
-    # The device, and the wait for batch-mates: 0 on the CPU, 20 ms for a GPU's wide batches.
-    assert {k for k in gpu if k != "defaults"} == {"device", "max_wait_s"}
+    # The device, the wait for batch-mates (0 on the CPU, 20 ms for a GPU's wide batches) and
+    # the warm-up (off on the CPU: the search starts once the agents are prepared).
+    assert {k for k in gpu if k != "defaults"} == {"device", "max_wait_s", "warmup"}
     cpu, on_gpu = _plain(_compose())["evaluator"], _plain(_compose("evaluator=gpu"))["evaluator"]
-    assert cpu["max_wait_s"] == 0.0
-    assert on_gpu == {**cpu, "device": "gpu", "max_wait_s": 0.02}
+    assert cpu["max_wait_s"] == 0.0 and cpu["warmup"] is False
+    assert on_gpu == {**cpu, "device": "gpu", "max_wait_s": 0.02, "warmup": True}
     # A cpu override still reaches the gpu option, since it is the same node underneath.
     changed = _plain(_compose("evaluator=gpu", "evaluator.max_batch=7"))["evaluator"]
     assert changed["max_batch"] == 7 and changed["device"] == "gpu"
