@@ -1,6 +1,6 @@
 """``shutdown_cluster`` ends every process of the cluster this process started, the autoscaler's
-monitor (which ``ray.shutdown`` alone waits a second on) included, and leaves Ray ready to start
-again. A real local cluster in a child process, so no cluster of the suite is touched."""
+monitor (which ``ray.shutdown`` alone waits a second on) included, and leaves Ray disconnected.
+A real local cluster in a child process, so no cluster of the suite is touched."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 CHILD = textwrap.dedent("""
-    import json, os, ray
+    import json, ray
     from sr_dist.search.ray_setup import LOCAL_CLUSTER_CONFIG, shutdown_cluster
 
     ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level=40,
@@ -22,12 +22,7 @@ CHILD = textwrap.dedent("""
     started = {kind: [info.process.pid for info in infos]
                for kind, infos in node.all_processes.items()}
     shutdown_cluster()
-    after = ray.is_initialized()
-    ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level=40)
-    again = ray.get(ray.put(7))
-    shutdown_cluster()
-    print("RESULT " + json.dumps({"started": started, "initialized_after": after,
-                                  "again": again}))
+    print("RESULT " + json.dumps({"started": started, "initialized_after": ray.is_initialized()}))
 """)
 
 
@@ -40,7 +35,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_every_process_of_the_started_cluster_ends_and_ray_can_start_again() -> None:
+def test_every_process_of_the_started_cluster_ends() -> None:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     env.pop("RAY_ADDRESS", None)
     done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
@@ -52,4 +47,4 @@ def test_every_process_of_the_started_cluster_ends_and_ray_can_start_again() -> 
     pids = [pid for pids in started.values() for pid in pids]
     assert {"raylet", "gcs_server"} <= set(started) and pids
     assert [pid for pid in pids if _alive(pid)] == []
-    assert result["initialized_after"] is False and result["again"] == 7
+    assert result["initialized_after"] is False
