@@ -408,10 +408,11 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
     print(f"node loss: placed on try {attempt + 1}", *misses, sep="\n")
     assert driver.returncode == 0, stdout[-3000:] + stderr[-3000:]
     summary = json.loads(stdout.split("SUMMARY ", 1)[1])
-    assert (summary["status"], summary["stop_reason"]) == ("completed", "max_seconds"), summary
-    assert summary["lost"] == [], summary  # every lost agent was started again
-    assert sum(summary["restarts"].values()) >= 1, summary  # the agent(s) that were there
-    assert summary["evaluator_restarts"] >= 1, summary  # the replica that was there
+    said = json.dumps(summary)  # whole: pytest shortens a dict's repr to one line
+    assert (summary["status"], summary["stop_reason"]) == ("completed", "max_seconds"), said
+    assert summary["lost"] == [], said  # every lost agent was started again
+    assert sum(summary["restarts"].values()) >= 1, said  # the agent(s) that were there
+    assert summary["evaluator_restarts"] >= 1, said  # the replica that was there
     rows, distinct = _rows(out)
     print("node loss: summary", json.dumps(summary), "rows on disk per agent",
           _rows_per_agent(out), "\ndriver stdout:", stdout[-3000:], "\ndriver stderr:",
