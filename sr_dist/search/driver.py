@@ -233,8 +233,8 @@ class Driver:
                  target_file_mb=s.results.target_file_mb, compact=s.results.compact)
         self._start_pool(self._held)
         # The agent actors' processes start (Ray worker, imports, the dataset) and build
-        # their episodes (evolve's seed library) while the evaluator compiles; the episodes
-        # begin, and the search's clock starts, once it is ready.
+        # their episodes (evolve's seed library) while the evaluator starts; when the
+        # episodes begin, and the search's clock with them, is decided below.
         per_actor = s.search.agents_per_actor
         hosts = [self._create_agents([self._spec(agent_id) for agent_id in
                                       range(first, min(first + per_actor, s.search.agents))],
