@@ -163,6 +163,10 @@ class Driver:
         #: The evaluator replicas (index = replica number).
         self.evaluators: list[Any] = []
         self.placement: Any = None
+        #: The evaluator replicas' start answers still awaited while the search runs (the
+        #: search started before them), and since when.
+        self._starting: list[Any] = []
+        self._starting_since = 0.0
         self.writer: Any = None
         #: Agent id -> the actor hosting it (several ids share one with agents_per_actor > 1).
         self.agents: dict[int, Any] = {}
@@ -247,7 +251,8 @@ class Driver:
         # the search: the clock starts once the agents are prepared and the evaluator has its
         # place on the cluster, and the evaluator's start (JAX's import, the compiles its first
         # requests need, loaded from the persistent cache) overlaps the first proposals,
-        # which wait in its actor until it is up. The driver then confirms it came up.
+        # which wait in its actor until it is up. The poll loop confirms it came up
+        # (:meth:`_check_started`), so the driver keeps polling, and hears a signal, meanwhile.
         early = not s.evaluator.warmup and (self.resume is None or not self.resume.warm)
         if early:
             self._await_placement()
@@ -260,7 +265,7 @@ class Driver:
             self._run_agents(actor, specs)
         self.search_started = time.monotonic()
         if early:
-            self._await_evaluator(starting)
+            self._starting, self._starting_since = starting, self.search_started
 
     def _start_agents(self, specs: list[AgentSpec], name: str) -> None:
         """One agent actor hosting ``specs``; their ``run`` references join ``pending``."""
@@ -393,6 +398,27 @@ class Driver:
         if not ready:
             raise self._not_started()
 
+    @staticmethod
+    def _could_not_start(exc: RayError) -> SearchError:
+        cause = str(exc).strip().splitlines()
+        return SearchError("the evaluator actor could not start: "
+                           + (cause[-1] if cause else type(exc).__name__))
+
+    def _check_started(self) -> None:
+        """During the search: take the evaluator replicas' start answers that have come (a
+        clear error if one could not start, or none came within ``EVALUATOR_START_S``)."""
+        if not self._starting:
+            return
+        ready, self._starting = ray.wait(self._starting, num_returns=len(self._starting),
+                                         timeout=0)
+        for ref in ready:
+            try:
+                ray.get(ref)
+            except RayError as exc:
+                raise self._could_not_start(exc) from exc
+        if self._starting and time.monotonic() - self._starting_since > EVALUATOR_START_S:
+            raise self._not_started()
+
     def _await_evaluator(self, calls: list[Any]) -> None:
         """Wait for the evaluator replicas' answers; a clear error if one cannot start."""
         s = self.settings.evaluator
@@ -401,9 +427,7 @@ class Driver:
         except GetTimeoutError:
             raise self._not_started() from None
         except RayError as exc:
-            cause = str(exc).strip().splitlines()
-            raise SearchError("the evaluator actor could not start: "
-                              + (cause[-1] if cause else type(exc).__name__)) from exc
+            raise self._could_not_start(exc) from exc
         if s.warmup:
             slowest = max(results, key=lambda r: float(r["seconds"]))
             self.say(f"sr-dist: evaluator ready in {slowest['seconds']:.1f} s "
@@ -565,6 +589,7 @@ class Driver:
         while True:
             if self.interrupts.signal is not None:
                 return "interrupted"
+            self._check_started()
             self.collect(POLL_S)
             now = time.monotonic()
             with_stats = now - last_stats >= STATS_EVERY_S or not self.pending

@@ -126,9 +126,8 @@ def shutdown_cluster() -> None:
     started; where that record is not as expected, the shutdown is as Ray does it."""
     import ray
 
-    node = getattr(getattr(ray, "_private", None), "worker", None)
-    node = getattr(node, "_global_node", None)
-    processes = getattr(node, "all_processes", None)
+    worker_module = getattr(getattr(ray, "_private", None), "worker", None)
+    processes = getattr(getattr(worker_module, "_global_node", None), "all_processes", None)
     if isinstance(processes, dict):
         for info in processes.get("monitor", ()):
             with contextlib.suppress(Exception):
