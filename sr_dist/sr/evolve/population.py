@@ -11,14 +11,14 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from sr_dist.candidate import pareto_front as front_of
 from sr_dist.candidate import record_fitness
-from sr_dist.formula import Formula, FormulaError, Node, parse_formula
+from sr_dist.formula import Node
+from sr_dist.formula.memo import parse_cached
 from sr_dist.sr.evolve.tree import with_constant_values
 
 __all__ = [
@@ -129,15 +129,6 @@ class History:
             if best[g] < best[last] * (1 - tolerance) or (math.isinf(best[last]) and math.isfinite(best[g])):
                 last = g
         return len(best) - 1 - last
-
-
-@lru_cache(maxsize=65536)
-def parse_cached(text: str, variables: tuple[str, ...]) -> Formula | None:
-    """``parse_formula`` memoised; None for text that does not parse."""
-    try:
-        return parse_formula(text, variables)
-    except FormulaError:
-        return None
 
 
 def _verdict(record: Mapping[str, Any]) -> bool | None:
