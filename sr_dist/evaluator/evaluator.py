@@ -32,6 +32,7 @@ from sr_dist.candidate import RANK_METRICS
 from sr_dist.evaluator.data_starts import DataHints, data_hints, hinted_restarts
 from sr_dist.evaluator.losses import QUADRATIC_LOSSES, LossSpec, resolve_loss
 from sr_dist.evaluator.metrics import check_metrics, extra_metrics
+from sr_dist.evaluator.prepared import PreparedFormula
 from sr_dist.evaluator.program import (
     LoweringError,
     Program,
@@ -42,7 +43,7 @@ from sr_dist.evaluator.program import (
 from sr_dist.evaluator.refine import needs_refit, refit_float64, split_sse
 from sr_dist.evaluator.results import FitResult, Status, failed, nmse
 from sr_dist.evaluator.starts import StartError, check_starts, start_vector
-from sr_dist.formula import Formula, FormulaError, Node, parse_formula
+from sr_dist.formula import Formula, FormulaError, parse_formula
 
 if TYPE_CHECKING:  # typing only: JAX is imported when an Evaluator is built
     import jax
@@ -358,8 +359,8 @@ class _Job:
     bucket: Bucket
     #: The given start in canonical order (a local search), or None (the multi-start fit).
     start: tuple[float, ...] | None = None
-    #: The canonical tree, whose constants are ``c0..c{k-1}`` (read by ``data_starts``).
-    tree: Node | None = None
+    #: The formula, whose canonical tree (constants ``c0..c{k-1}``) ``data_starts`` reads.
+    formula: Formula | PreparedFormula | None = None
 
 
 _T = TypeVar("_T")
@@ -617,7 +618,7 @@ class Evaluator:
         return placed
 
     # ------------------------------------------------------------------ public API
-    def fit_many(self, formulas: Iterable[str | Formula],
+    def fit_many(self, formulas: Iterable[str | Formula | PreparedFormula],
                  starts: Sequence[Mapping[str, float] | None] | None = None) -> list[FitResult]:
         """Fit every formula's free constants on the train split; one result per input.
 
@@ -670,7 +671,7 @@ class Evaluator:
             self._cache.clear()
 
     def evaluate_many(
-        self, formulas: Sequence[str | Formula],
+        self, formulas: Sequence[str | Formula | PreparedFormula],
         constants: Sequence[Mapping[str, float] | None] | None = None,
         X: np.ndarray | None = None,
     ) -> np.ndarray:
@@ -686,12 +687,13 @@ class Evaluator:
     predict = evaluate_many
 
     # ------------------------------------------------------------------ internals
-    def parse(self, item: str | Formula) -> Formula:
+    def parse(self, item: str | Formula | PreparedFormula) -> Formula | PreparedFormula:
         """``item`` parsed against the dataset's variables, from the evaluator's parse cache
         (the Ray shell keys its micro-batches by canonical form with it, so a formula is parsed
         once per process, not once for the key and again for the fit); ``FormulaError`` for
-        text that does not parse, or for a ``Formula`` over variables the dataset lacks."""
-        if isinstance(item, Formula):
+        text that does not parse, or for a ``Formula`` (or a formula prepared by an agent:
+        ``prepared.py``) over variables the dataset lacks."""
+        if isinstance(item, (Formula, PreparedFormula)):
             unknown = [v for v in item.variables if v not in self.feature_names]
             if unknown:
                 raise FormulaError(f"unknown variable(s) {unknown}; the dataset has "
@@ -720,11 +722,11 @@ class Evaluator:
         stats.submitted += len(items)
         fit_key = self.options.fit_key()
         results: list[FitResult | None] = [None] * len(items)
-        parsed: list[Formula | None] = [None] * len(items)
+        parsed: list[Formula | PreparedFormula | None] = [None] * len(items)
         jobs: dict[str, _Job] = {}
         local_ok = self.options.method == "lm"
         for i, item in enumerate(items):
-            text = item.text if isinstance(item, Formula) else (
+            text = item.text if isinstance(item, (Formula, PreparedFormula)) else (
                 item if isinstance(item, str) else repr(item))
             try:
                 f = self.parse(item)
@@ -756,8 +758,11 @@ class Evaluator:
                     jobs[f.canonical] = replace(pending, start=None)
                 continue
             try:
-                consts = [f"c{j}" for j in range(len(f.canonical_constants))]
-                prog = lower(f.canonical_tree, self.feature_names, consts)
+                if isinstance(f, PreparedFormula) and f.feature_names == self.feature_names:
+                    prog = f.program  # lowered by the agent that proposed it
+                else:
+                    consts = [f"c{j}" for j in range(len(f.canonical_constants))]
+                    prog = lower(f.canonical_tree, self.feature_names, consts)
                 bucket = self._bucket_for(prog)
             except LoweringError as exc:
                 results[i] = failed(text, "invalid", str(exc), f.canonical, f.complexity)
@@ -776,7 +781,7 @@ class Evaluator:
                 parsed[i] = None
                 continue
             jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity,
-                                     bucket, start, f.canonical_tree)
+                                     bucket, start, f)
 
         fresh = self._run_jobs(list(jobs.values()))
         self._refine(fresh, {f.canonical: f for f in parsed if f is not None and f.canonical in jobs})
@@ -810,7 +815,8 @@ class Evaluator:
             results[i] = self._result(f, found, cached)
         return [r for r in results if r is not None]
 
-    def _refine(self, fresh: dict[str, _Entry], formulas: Mapping[str, Formula]) -> None:
+    def _refine(self, fresh: dict[str, _Entry],
+                formulas: Mapping[str, Formula | PreparedFormula]) -> None:
         """Refit the best near-exact fresh fits in float64 (refine.py) and replace their
         entries when the refit lowers the training error."""
         opts = self.options
@@ -840,7 +846,7 @@ class Evaluator:
                 fresh[canon] = better
                 self._stats.refined += 1
 
-    def _result(self, f: Formula, entry: _Entry, cached: bool) -> FitResult:
+    def _result(self, f: Formula | PreparedFormula, entry: _Entry, cached: bool) -> FitResult:
         if entry.status == "error":
             self._stats.errors += 1
             return failed(f.text, "error", entry.error or "internal error", f.canonical,
@@ -941,8 +947,9 @@ class Evaluator:
                 if not (started and restarts == 1):  # else the start is the whole guess
                     full[:, :job.k] = initial_constants(job.canonical, opts.seed, restarts,
                                                          job.k, opts.init_spread)
-                if opts.data_starts and job.tree is not None and restarts > 1:
-                    full[:, :job.k] = hinted_restarts(job.tree, [f"c{j}" for j in range(job.k)],
+                if opts.data_starts and job.formula is not None and restarts > 1:
+                    full[:, :job.k] = hinted_restarts(job.formula.canonical_tree,
+                                                      [f"c{j}" for j in range(job.k)],
                                                       full[:, :job.k], self._data_hints())
                 if started:
                     full[0, :job.k] = job.start
@@ -1054,7 +1061,7 @@ class Evaluator:
             fresh[canon] = entry._replace(
                 metrics=entry.metrics._replace(extra=tuple(values.items())))
 
-    def _evaluate(self, formulas: Sequence[str | Formula],
+    def _evaluate(self, formulas: Sequence[str | Formula | PreparedFormula],
                   constants: Sequence[Mapping[str, float] | None] | None,
                   X: np.ndarray | None) -> np.ndarray:
         parsed = [self.parse(f) for f in formulas]
@@ -1067,12 +1074,18 @@ class Evaluator:
             raise ValueError(f"X must be (n, {len(self.feature_names)})")
         progs: list[_PredictItem] = []
         for i, (f, cmap) in enumerate(zip(parsed, constants)):
-            prog = lower_cached(f.tree, self.feature_names, tuple(f.constants))
+            if isinstance(f, PreparedFormula):  # no tree as written: its canonical one
+                order = f.canonical_constants
+                prog = lower_cached(f.canonical_tree, self.feature_names,
+                                    tuple(f"c{j}" for j in range(len(order))))
+            else:
+                order = f.constants
+                prog = lower_cached(f.tree, self.feature_names, tuple(f.constants))
             values = dict(cmap or {})
             missing = [c for c in f.constants if c not in values]
             if missing:
                 raise ValueError(f"formula {i}: no value for constants {missing}")
-            progs.append(_PredictItem(i, prog, np.array([values[c] for c in f.constants],
+            progs.append(_PredictItem(i, prog, np.array([values[c] for c in order],
                                                         np.float64)))
         return self._predict_programs(progs, data)
 

@@ -156,10 +156,11 @@ class EvaluatorActor:
                         self._replica, self._instance)
         tune_worker_gc()
 
-    async def fit_many(self, expressions: list[str], agent_id: int = 0,
+    async def fit_many(self, expressions: list[Any], agent_id: int = 0,
                        starts: list[Any] | None = None) -> list[Any]:
-        """One ``FitResult`` per expression, batched with the other agents' requests;
-        ``starts``: one start (constant values for a local search, or None) per expression."""
+        """One ``FitResult`` per expression (a text, or a ``PreparedFormula`` an agent parsed
+        and lowered), batched with the other agents' requests; ``starts``: one start (constant
+        values for a local search, or None) per expression."""
         return await self._service.fit_many(expressions, agent_id, starts)
 
     async def warmup(self, local: bool = False) -> dict[str, Any]:

@@ -17,6 +17,10 @@ A request may be split over several batches (with ``max_batch=1`` every formula 
 batch, which is how batching is switched off); it completes when all of its formulas have
 results.
 
+A request's formulas are texts, or objects whose ``str`` is their text (a formula an agent
+prepared: ``sr_dist.evaluator.prepared``); the evaluator gets the objects, and one that has a
+``canonical`` attribute is counted by it instead of by ``key``.
+
 A formula may come with a start (constant values an offspring inherited, for a local search:
 ``Evaluator.fit_many``'s ``starts``). Within a batch, identical expression strings are sent to the
 evaluator once; if one copy has no start, the batch asks for the full fit, which serves every
@@ -50,6 +54,8 @@ class _Item:
     expression: str
     enqueued_at: float
     start: Any = None
+    #: What the evaluator fits: the text itself, or a formula the caller prepared.
+    formula: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +70,14 @@ class Batch:
     #: One start per expression (a mapping of constant values, or None), or empty when no
     #: formula of the batch has one.
     starts: tuple[Any, ...] = ()
+    #: What to fit, one per expression: its text or the prepared formula a caller sent
+    #: (empty: the texts themselves).
+    formulas: tuple[Any, ...] = ()
+
+    @property
+    def items(self) -> tuple[Any, ...]:
+        """What the evaluator fits, one per expression."""
+        return self.formulas or self.expressions
 
     @property
     def mixed(self) -> bool:
@@ -172,7 +186,8 @@ class MicroBatcher(Generic[R]):
         ticket = self._next_ticket
         self._next_ticket += 1
         self._requests += 1
-        texts = [str(e) for e in expressions]
+        items = list(expressions)
+        texts = [e if isinstance(e, str) else str(e) for e in items]
         if starts is not None and len(starts) != len(texts):
             raise ValueError(f"starts has {len(starts)} entries for {len(texts)} formulas")
         if not texts:
@@ -180,7 +195,8 @@ class MicroBatcher(Generic[R]):
         self._pending[ticket] = _Pending(agent_id, len(texts))
         for position, text in enumerate(texts):
             start = starts[position] if starts is not None else None
-            self._queue.append(_Item(ticket, position, agent_id, text, now, start))
+            self._queue.append(_Item(ticket, position, agent_id, text, now, start,
+                                     items[position]))
         self._queued_by_agent[agent_id] += len(texts)
         self._formulas += len(texts)
         self._max_depth = max(self._max_depth, len(self._queue))
@@ -238,6 +254,7 @@ class MicroBatcher(Generic[R]):
             return None
         cap = self._limit(limit)
         unique: dict[str, int] = {}
+        formulas: list[Any] = []
         starts: list[Any] = []
         slots: list[tuple[int, int, int]] = []
         agents: set[int] = set()
@@ -250,6 +267,7 @@ class MicroBatcher(Generic[R]):
                     break
                 slot = unique[item.expression] = len(unique)
                 starts.append(item.start)
+                formulas.append(item.formula)
             else:
                 self._duplicates += 1
                 if item.start is None:  # the full fit serves the copies with a start too
@@ -258,12 +276,17 @@ class MicroBatcher(Generic[R]):
             self._waits.record(now - item.enqueued_at)
             slots.append((item.ticket, item.position, slot))
             agents.add(item.agent_id)
-            owners = keys_by_agent.setdefault(self._key(item.expression), set())
+            canonical = getattr(item.formula, "canonical", None)
+            if not isinstance(canonical, str):
+                canonical = self._key(item.expression)
+            owners = keys_by_agent.setdefault(canonical, set())
             if owners and item.agent_id not in owners:
                 self._cross_duplicates += 1
             owners.add(item.agent_id)
+        prepared = any(not isinstance(f, str) for f in formulas)
         batch = Batch(self._next_batch, tuple(unique), tuple(slots), frozenset(agents),
-                      tuple(starts) if any(s is not None for s in starts) else ())
+                      tuple(starts) if any(s is not None for s in starts) else (),
+                      tuple(formulas) if prepared else ())
         self._next_batch += 1
         self._batches += 1
         self._batched += len(batch.expressions)

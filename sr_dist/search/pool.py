@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sr_dist.evaluator.prepared import PreparedFormula, prepare_text
 from sr_dist.search.routing import NoReplicaUp, route
 
 __all__ = [
@@ -84,7 +85,10 @@ class EvaluatorPool:
 
     Args:
         handles: the replica actors, in replica order (index ``i`` is replica ``i``).
-        variables: the dataset's feature names (canonical keys need them).
+        variables: the dataset's feature names, in column order (canonical keys and
+            prepared formulas need them).
+        prepare: send formulas parsed and lowered here (``sr_dist.evaluator.prepared``), so
+            the shared evaluator does neither; text that does not parse is sent as text.
         timeout_s: the longest one call may take (``None``: no limit).
         retry_s: how long failed fits are resent before the error is raised.
         down_s: how long a failed replica is passed over.
@@ -92,13 +96,14 @@ class EvaluatorPool:
     """
 
     def __init__(self, handles: Sequence[Any], variables: Sequence[str], *,
-                 timeout_s: float | None = None, retry_s: float = EVALUATOR_RETRY_S,
+                 prepare: bool = True, timeout_s: float | None = None, retry_s: float = EVALUATOR_RETRY_S,
                  down_s: float = REPLICA_DOWN_S, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if not handles:
             raise ValueError("an evaluator pool needs at least one replica")
         self._handles = list(handles)
         self._variables = tuple(variables)
+        self._prepare = bool(prepare)
         self._timeout_s = timeout_s
         self._retry_s = float(retry_s)
         self._down_s = float(down_s)
@@ -121,6 +126,13 @@ class EvaluatorPool:
         if len(self._handles) == 1:
             return [""] * len(expressions)
         return [canonical_key(self._variables, text) for text in expressions]
+
+    def _routing_keys(self, items: Sequence[Any]) -> list[str]:
+        """:meth:`keys`, read off the formulas already prepared."""
+        if len(self._handles) == 1:
+            return [""] * len(items)
+        return [item.canonical if isinstance(item, PreparedFormula)
+                else canonical_key(self._variables, str(item)) for item in items]
 
     def _down(self) -> set[int]:
         now = self._clock()
@@ -149,7 +161,9 @@ class EvaluatorPool:
         texts = [str(e) for e in expressions]
         if starts is not None and len(starts) != len(texts):
             raise ValueError(f"starts has {len(starts)} entries for {len(texts)} formulas")
-        keys = self.keys(texts)
+        items: list[Any] = ([prepare_text(text, self._variables) for text in texts]
+                            if self._prepare else list(texts))
+        keys = self._routing_keys(items)
         results: list[Any] = [None] * len(texts)
         todo = list(range(len(texts)))
         start = self._clock()
@@ -163,7 +177,7 @@ class EvaluatorPool:
             for replica, positions in groups.items():
                 share = [todo[p] for p in positions]
                 method = self._handles[replica].fit_many
-                part = [texts[i] for i in share]
+                part = [items[i] for i in share]
                 ref = (method.remote(part, int(agent_id)) if starts is None
                        else method.remote(part, int(agent_id), [starts[i] for i in share]))
                 self.sent[replica] += len(share)

@@ -36,7 +36,7 @@ __all__ = [
 class FitsMany(Protocol):
     """What the service needs from ``sr_dist.evaluator.Evaluator``."""
 
-    def fit_many(self, formulas: list[str],
+    def fit_many(self, formulas: list[Any],
                  starts: Sequence[Any] | None = None) -> list[Any]: ...
 
     def stats(self) -> dict[str, Any]: ...
@@ -177,9 +177,10 @@ class BatchingEvaluator:
 
     # -- requests -----------------------------------------------------------------------------
 
-    async def fit_many(self, expressions: Sequence[str], agent_id: int = 0,
+    async def fit_many(self, expressions: Sequence[Any], agent_id: int = 0,
                        starts: Sequence[Any] | None = None) -> list[Any]:
-        """Fit ``expressions`` (batched with other callers'); one result per expression.
+        """Fit ``expressions`` (texts or prepared formulas, batched with other callers'); one
+        result per expression.
         ``starts``: one start (constant values for a local search, or None) per expression.
 
         With ``max_queue`` or ``max_queue_s`` set, a request that would overfill the queue
@@ -375,9 +376,9 @@ class BatchingEvaluator:
         try:
             if batch.starts:
                 results = await asyncio.to_thread(self._evaluator.fit_many,
-                                                  list(batch.expressions), list(batch.starts))
+                                                  list(batch.items), list(batch.starts))
             else:
-                results = await asyncio.to_thread(self._evaluator.fit_many, list(batch.expressions))
+                results = await asyncio.to_thread(self._evaluator.fit_many, list(batch.items))
             completions = self._batcher.complete(batch, results)
         except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the service
             self._failed_batches += 1

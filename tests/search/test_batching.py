@@ -188,3 +188,29 @@ def test_a_batch_without_starts_has_none_and_a_short_starts_list_is_refused() ->
     assert batch is not None and batch.starts == ()
     with pytest.raises(ValueError, match="starts has 1 entries for 2 formulas"):
         b.submit(0, ["x", "y"], 0.0, starts=[None])
+
+
+def test_prepared_formulas_reach_the_evaluator_and_bring_their_own_keys() -> None:
+    from sr_dist.evaluator.prepared import prepare_text
+
+    names = ("x", "y")
+    keyed: list[str] = []
+
+    def key(text: str) -> str:  # only for the formulas that came as text
+        keyed.append(text)
+        return text
+
+    b: MicroBatcher[str] = MicroBatcher(max_batch=8, max_wait_s=0.0, key=key)
+    mine, theirs = prepare_text("a*x + y", names), prepare_text("y + b*x", names)
+    b.submit(0, [mine, "sin(x)"], 0.0)
+    b.submit(1, [theirs, mine], 0.0)  # theirs is mine up to names and order
+    batch = b.take(0.0)
+    assert batch is not None
+    assert batch.expressions == ("a*x + y", "sin(x)", "y + b*x")
+    assert batch.items == (mine, "sin(x)", theirs)  # what the evaluator gets
+    assert keyed == ["sin(x)"]
+    assert b.stats().cross_agent_duplicates == 1 and b.stats().duplicate_formulas == 1
+    only_text = MicroBatcher[str](max_batch=8, max_wait_s=0.0)
+    only_text.submit(0, ["x"], 0.0)
+    plain = only_text.take(0.0)
+    assert plain is not None and plain.formulas == () and plain.items == ("x",)

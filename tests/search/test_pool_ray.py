@@ -4,7 +4,8 @@ restarted, an agent's in-flight requests bounded, and an error once every replic
 
 The replicas are small stand-in actors with the EvaluatorActor's ``fit_many(expressions,
 agent_id)`` (the real one imports JAX and compiles, far too slow here); they answer
-``(replica index, expression)`` so each result says who fitted it.
+``(replica index, expression text)`` so each result says who fitted it, and keep the types of
+what they were sent (prepared formulas, or text).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class StandIn:
         self.running: Counter[int] = Counter()
         self.peak: Counter[int] = Counter()
         self.target: dict[int, int] = {}
+        self.received: list[str] = []
 
     def ready(self) -> tuple[int, bool]:
         return self.index, bool(ray.get_runtime_context().was_current_actor_reconstructed)
@@ -61,10 +63,15 @@ class StandIn:
     def peaks(self) -> dict[int, int]:
         return dict(self.peak)
 
-    def fit_many(self, expressions: list[str], agent_id: int,
+    def received_types(self) -> list[str]:
+        return list(self.received)
+
+    def fit_many(self, expressions: list[Any], agent_id: int,
                  starts: list[Any] | None = None) -> list[tuple[Any, ...]]:
         if self.dying:
             os._exit(1)  # the process goes while the caller waits on this call
+        self.received.extend(type(e).__name__ for e in expressions)
+        expressions = [str(e) for e in expressions]  # a prepared formula's str is its text
         with self.cond:
             self.running[agent_id] += 1
             self.peak[agent_id] = max(self.peak[agent_id], self.running[agent_id])
@@ -231,3 +238,13 @@ def test_every_replica_dead_raises_after_retry_s(ray_cluster: None) -> None:
     # It backed off between tries, and never slept past its retry window.
     assert pauses and sum(pauses) <= 2.0
     assert pool.resends > 0
+
+
+def test_parsed_formulas_travel_prepared_and_the_rest_as_text(ray_cluster: None) -> None:
+    [solo] = _replicas(1)
+    texts = ["c0*x + y", "x +", "sin(k*y)"]
+    assert EvaluatorPool([solo], VARIABLES).fit_many(texts, 0) == [(0, t) for t in texts]
+    assert ray.get(solo.received_types.remote()) == ["PreparedFormula", "str", "PreparedFormula"]
+    EvaluatorPool([solo], VARIABLES, prepare=False).fit_many(texts, 0)
+    assert ray.get(solo.received_types.remote())[3:] == ["str"] * 3
+    ray.kill(solo)
