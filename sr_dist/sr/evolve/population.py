@@ -11,6 +11,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,8 @@ class Individual:
 
     expression: str
     canonical: str
-    tree: Node
+    #: The tree as parsed (constants without values); :attr:`tree` is what the search breeds.
+    parsed_tree: Node
     nmse: float
     complexity: int
     #: Which ``evaluate_formulas`` call (0-based) produced it.
@@ -64,6 +66,18 @@ class Individual:
     #: Fitted only by a local search from inherited constants (``starts``), never in full:
     #: the search asks for a full fit once such a candidate reaches the Pareto front.
     local: bool = False
+    #: Fitted constant values as (name, value) pairs, for offspring to inherit (empty: none
+    #: carried).
+    fitted: tuple[tuple[str, float], ...] = field(default=(), repr=False)
+
+    @cached_property
+    def tree(self) -> Node:
+        """``parsed_tree`` with each constant carrying its ``fitted`` value
+        (:func:`~sr_dist.sr.evolve.tree.with_constant_values`), built when first bred from:
+        most individuals never are."""
+        if not self.fitted:
+            return self.parsed_tree
+        return with_constant_values(self.parsed_tree, dict(self.fitted))
 
 
 @dataclass(frozen=True)
@@ -330,13 +344,13 @@ class HistoryReader:
             self._keep(key, Individual(
                 expression=expression,
                 canonical=key,
-                tree=(with_constant_values(parsed.tree, _fitted_constants(record))
-                      if self.with_constants else parsed.tree),
+                parsed_tree=parsed.tree,
                 nmse=nmse,
                 complexity=parsed.complexity,
                 generation=generation,
                 consistent=_verdict(record),
                 local=local,
+                fitted=tuple(_fitted_constants(record).items()) if self.with_constants else (),
             ))
         for key in in_full:  # asked for in full, even if that fit failed: local no more
             known = self._unique.get(key)

@@ -226,3 +226,15 @@ def test_the_readers_standings_equal_a_full_sort_turn_by_turn(seed: int) -> None
         refitted += sum(not i.local and i.canonical in was_local for i in kept.individuals)
         was_local = {i.canonical for i in kept.individuals if i.local}
     assert refitted > 0  # the stream replaced local fits, the views' rare path
+
+
+def test_an_individual_builds_its_bred_tree_only_when_asked() -> None:
+    fitted = _call(["c0*x0 + c1"], [0.3])
+    fitted[1].result["results"][0]["constants"] = {"c0": 2.0, "c1": -0.5}
+    (carried,) = read_history([fitted], NAMES, with_constants=True).individuals
+    (plain,) = read_history([fitted], NAMES).individuals
+    assert "tree" not in vars(carried)  # not built while reading the history
+    assert constant_values(carried.tree) == [2.0, -0.5]
+    assert constant_values(carried.parsed_tree) == [None, None]
+    assert plain.tree is plain.parsed_tree and plain.fitted == ()
+    assert carried != plain  # the carried values are part of the state
