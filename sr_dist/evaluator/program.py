@@ -256,55 +256,98 @@ def tree_depth(node: Node) -> int:
     return best
 
 
+def _fold_value(op: str, args: Sequence[Node]) -> Node:
+    """A literal for ``op`` applied to number-only ``args`` (float64 on the host, like numpy)."""
+    with np.errstate(all="ignore"):
+        value = float(_NUMPY_OPS[op](*[np.float64(_num(a)) for a in args]))
+    return Node("num", value=value)
+
+
+_UNARY_LOWERED = frozenset(op for op in OPCODES if op not in BINARY_OPS)
+_BINARY_LOWERED = frozenset(BINARY_OPS)
+
+
 def _lower(tree: Node, variables: Sequence[str], constants: Sequence[str], n_nodes: int) -> Program:
     var_index = {name: i for i, name in enumerate(variables)}
     const_index = {name: i for i, name in enumerate(constants)}
-    work = _rewrite_pow(_fold(tree))
 
     literals: list[float] = []
     lit_slot: dict[bytes, int] = {}
     instructions: list[tuple[int, int, int, int, int]] = []
 
-    # Pass 1 (post-order, iterative): registers needed (Sethi-Ullman) and constant dependence.
+    # One post-order pass (what _fold and then _rewrite_pow do, in one walk) that also notes,
+    # per node, the registers its evaluation needs (Sethi-Ullman) and whether it depends on a
+    # free constant.
     need: dict[int, int] = {}
     dep: dict[int, bool] = {}
-    order: list[Node] = []
-    stack: list[tuple[Node, bool]] = [(work, False)]
-    while stack:
-        cur, seen = stack.pop()
-        if seen or not cur.args:
-            order.append(cur)
-            continue
-        stack.append((cur, True))
-        for child in cur.args:
-            stack.append((child, False))
-    for cur in order:
-        key = id(cur)
-        if cur.op == "num":
-            if cur.value is None:
+
+    def note(node: Node) -> Node:
+        """Record ``need``/``dep`` of an interior node whose children are noted."""
+        args = node.args
+        if len(args) == 2:
+            left, right = need[id(args[0])], need[id(args[1])]
+            need[id(node)] = max(1, left + 1 if left == right else max(left, right))
+            dep[id(node)] = dep[id(args[0])] or dep[id(args[1])]
+        else:
+            need[id(node)] = max(1, need[id(args[0])])
+            dep[id(node)] = dep[id(args[0])]
+        return node
+
+    def leaf(node: Node) -> Node:
+        key, op = id(node), node.op
+        if op == "num":
+            if node.value is None:
                 raise LoweringError("number node without a value")
             need[key], dep[key] = 0, False
-        elif cur.op == "var":
-            if cur.name not in var_index:
-                raise LoweringError(f"unknown variable {cur.name!r}; dataset has {list(variables)}")
+        elif op == "var":
+            if node.name not in var_index:
+                raise LoweringError(f"unknown variable {node.name!r}; dataset has {list(variables)}")
             need[key], dep[key] = 0, False
-        elif cur.op == "const":
-            if cur.name not in const_index:
-                raise LoweringError(f"unknown constant {cur.name!r}")
+        elif op == "const":
+            if node.name not in const_index:
+                raise LoweringError(f"unknown constant {node.name!r}")
             need[key], dep[key] = 0, True
-        elif cur.op in OPCODE_INDEX and cur.op in BINARY_OPS:
-            if len(cur.args) != 2:
-                raise LoweringError(f"{cur.op} needs two operands, got {len(cur.args)}")
-            left, right = (need[id(a)] for a in cur.args)
-            need[key] = max(1, left + 1 if left == right else max(left, right))
-            dep[key] = dep[id(cur.args[0])] or dep[id(cur.args[1])]
-        elif cur.op in OPCODE_INDEX:
-            if len(cur.args) != 1:
-                raise LoweringError(f"{cur.op} needs one operand, got {len(cur.args)}")
-            need[key] = max(1, need[id(cur.args[0])])
-            dep[key] = dep[id(cur.args[0])]
+        elif op in _BINARY_LOWERED:
+            raise LoweringError(f"{op} needs two operands, got 0")
+        elif op in _UNARY_LOWERED:
+            raise LoweringError(f"{op} needs one operand, got 0")
         else:
-            raise LoweringError(f"unknown operator {cur.op!r}")
+            raise LoweringError(f"unknown operator {op!r}")
+        return node
+
+    def prep(node: Node) -> Node:
+        args = node.args
+        if not args:
+            return leaf(node)
+        op = node.op
+        if op in _BINARY_LOWERED:
+            if len(args) != 2:
+                raise LoweringError(f"{op} needs two operands, got {len(args)}")
+        elif op in _UNARY_LOWERED:
+            if len(args) != 1:
+                raise LoweringError(f"{op} needs one operand, got {len(args)}")
+        else:
+            raise LoweringError(f"unknown operator {op!r}")
+        kids = [prep(a) for a in args]
+        if all(k.op == "num" for k in kids):
+            return leaf(_fold_value(op, kids))
+        if op == "pow" and kids[1].op == "num":
+            base, e = kids[0], _num(kids[1])
+            if e == 1.0:
+                return note(Node("copy", (base,)))
+            if e == 2.0:
+                return note(Node("mul", (base, base)))
+            if e == 3.0:
+                return note(Node("mul", (note(Node("mul", (base, base))), base)))
+            if e == 0.5:
+                return note(Node("sqrt", (base,)))
+            if e == -1.0:
+                return note(Node("div", (leaf(Node("num", value=1.0)), base)))
+        if all(k is a for k, a in zip(kids, args)):
+            return note(node)
+        return note(Node(op, tuple(kids), node.value, node.name))
+
+    work = prep(tree)
 
     def leaf_code(leaf: Node) -> int:
         if leaf.op == "var":

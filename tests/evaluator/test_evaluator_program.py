@@ -126,3 +126,14 @@ def test_program_is_frozen_value() -> None:
     assert isinstance(prog, Program)
     with pytest.raises(AttributeError):
         prog.n_temps = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("tree", [
+    Node("pow", (Node("var", name="x0"),)),                            # one operand short
+    Node("sin", (Node("var", name="x0"), Node("var", name="x1"))),     # one too many
+    Node("mul", (Node("num", value=2.0), Node("num", value=3.0), Node("num", value=4.0))),
+    Node("add"),                                                       # an operator as a leaf
+])
+def test_operators_with_the_wrong_operand_count_are_lowering_errors(tree: Node) -> None:
+    with pytest.raises(LoweringError, match="needs (one|two) operand"):
+        lower(tree, NAMES, [])
