@@ -15,6 +15,8 @@ sympy form, LaTeX, numpy evaluation) walks that AST iteratively.
 - :mod:`.units`: :class:`Unit` (exponent vectors over m, s, kg, K, V, A, cd, mol) and
   :class:`DatasetUnits`; :mod:`.dimensions`: :func:`check_dimensions`.
 - :mod:`.simplify`: :func:`simplify_formula`, the readable form of a fitted formula.
+- :mod:`.postfix`: a tree as flat postfix code (cheap to pickle, rebuilt without parsing);
+  :mod:`.memo`: the process-wide parse memo (``parse_cached``).
 """
 
 from __future__ import annotations
