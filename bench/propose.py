@@ -36,8 +36,8 @@ from bench.evaluator_stream import evaluate_turn, write_target  # noqa: E402
 from sr_dist.conversation import Context  # noqa: E402
 from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator  # noqa: E402
+from sr_dist.formula.memo import parse_cached  # noqa: E402
 from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
-from sr_dist.sr.evolve.population import parse_cached  # noqa: E402
 
 
 def _info(dataset: Any, sample_rows: int) -> dict[str, Any]:

@@ -634,7 +634,7 @@ class Evaluator:
         with self._lock:
             return self._fit_many(items, given)
 
-    def fit(self, formula: str | Formula) -> FitResult:
+    def fit(self, formula: str | Formula | PreparedFormula) -> FitResult:
         """Fit one formula (a batch of one)."""
         return self.fit_many([formula])[0]
 
@@ -693,6 +693,8 @@ class Evaluator:
         once per process, not once for the key and again for the fit); ``FormulaError`` for
         text that does not parse, or for a ``Formula`` (or a formula prepared by an agent:
         ``prepared.py``) over variables the dataset lacks."""
+        if isinstance(item, PreparedFormula) and item.feature_names != self.feature_names:
+            item = item.text  # prepared for other columns: its names may mean other things here
         if isinstance(item, (Formula, PreparedFormula)):
             unknown = [v for v in item.variables if v not in self.feature_names]
             if unknown:
@@ -758,7 +760,7 @@ class Evaluator:
                     jobs[f.canonical] = replace(pending, start=None)
                 continue
             try:
-                if isinstance(f, PreparedFormula) and f.feature_names == self.feature_names:
+                if isinstance(f, PreparedFormula):
                     prog = f.program  # lowered by the agent that proposed it
                 else:
                     consts = [f"c{j}" for j in range(len(f.canonical_constants))]
@@ -1064,7 +1066,8 @@ class Evaluator:
     def _evaluate(self, formulas: Sequence[str | Formula | PreparedFormula],
                   constants: Sequence[Mapping[str, float] | None] | None,
                   X: np.ndarray | None) -> np.ndarray:
-        parsed = [self.parse(f) for f in formulas]
+        # A prepared formula has no tree as written: predictions come from its text's parse.
+        parsed = [self.parse(f.text if isinstance(f, PreparedFormula) else f) for f in formulas]
         if constants is None:
             constants = [None] * len(parsed)
         if len(constants) != len(parsed):
@@ -1074,18 +1077,13 @@ class Evaluator:
             raise ValueError(f"X must be (n, {len(self.feature_names)})")
         progs: list[_PredictItem] = []
         for i, (f, cmap) in enumerate(zip(parsed, constants)):
-            if isinstance(f, PreparedFormula):  # no tree as written: its canonical one
-                order = f.canonical_constants
-                prog = lower_cached(f.canonical_tree, self.feature_names,
-                                    tuple(f"c{j}" for j in range(len(order))))
-            else:
-                order = f.constants
-                prog = lower_cached(f.tree, self.feature_names, tuple(f.constants))
+            assert isinstance(f, Formula)
+            prog = lower_cached(f.tree, self.feature_names, tuple(f.constants))
             values = dict(cmap or {})
             missing = [c for c in f.constants if c not in values]
             if missing:
                 raise ValueError(f"formula {i}: no value for constants {missing}")
-            progs.append(_PredictItem(i, prog, np.array([values[c] for c in order],
+            progs.append(_PredictItem(i, prog, np.array([values[c] for c in f.constants],
                                                         np.float64)))
         return self._predict_programs(progs, data)
 

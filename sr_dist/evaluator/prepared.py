@@ -6,12 +6,13 @@ formula and lowering it to a register program cost it about as much as the fit i
 offspring by canonical form), so it sends a :class:`PreparedFormula` instead of the text: the
 canonical key, the constants' names, the lowered :class:`~sr_dist.evaluator.program.Program` and
 the canonical tree as postfix code (rebuilt only when the evaluator needs the tree itself: data
-starts, the float64 refit of a near-exact fit). It pickles as plain tuples.
+starts, the float64 refit of a near-exact fit). It pickles as its fields (strings, tuples and
+the program), never as ``Node`` objects.
 
 The evaluator trusts a prepared formula as it trusts its own parse: both come from this package's
-parser and lowering. It lowers the tree again when the program was lowered against other
-variables than its dataset's. Text that does not parse or lower is sent as text, so the
-evaluator reports why.
+parser and lowering. One prepared against other columns than its dataset's is parsed again from
+its text (a name may be a variable there and a constant here). Text that does not parse or
+lower is sent as text, so the evaluator reports why.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sr_dist.formula import Formula, Node
 from sr_dist.formula.memo import parse_cached
 from sr_dist.formula.postfix import PostfixCode, from_postfix, to_postfix
 
-from .program import LoweringError, Program, lower
+from .program import Program, lower
 
 __all__ = ["PREPARED_MEMO_SIZE", "PreparedFormula", "prepare", "prepare_text"]
 
@@ -86,10 +87,8 @@ def prepare_text(text: str, feature_names: tuple[str, ...]) -> PreparedFormula |
     """``text`` parsed (from the process's memo: :func:`~sr_dist.formula.memo.parse_cached`)
     and prepared, or ``text`` itself where it does not parse or lower: the evaluator then
     reports why, as it does for any text."""
-    formula = parse_cached(text, feature_names)
-    if formula is None:
-        return text
     try:
-        return prepare(formula, feature_names)
-    except (LoweringError, RecursionError):
+        formula = parse_cached(text, feature_names)
+        return text if formula is None else prepare(formula, feature_names)
+    except Exception:  # noqa: BLE001 - whatever went wrong, the evaluator says it for this text
         return text

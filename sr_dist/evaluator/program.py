@@ -277,7 +277,8 @@ def _lower(tree: Node, variables: Sequence[str], constants: Sequence[str], n_nod
 
     # One post-order pass (what _fold and then _rewrite_pow do, in one walk) that also notes,
     # per node, the registers its evaluation needs (Sethi-Ullman) and whether it depends on a
-    # free constant.
+    # free constant. Keyed by id(): every node is noted when it is made or kept, so an id that
+    # a discarded temporary had is overwritten before any lookup.
     need: dict[int, int] = {}
     dep: dict[int, bool] = {}
 

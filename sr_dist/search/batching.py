@@ -17,9 +17,9 @@ A request may be split over several batches (with ``max_batch=1`` every formula 
 batch, which is how batching is switched off); it completes when all of its formulas have
 results.
 
-A request's formulas are texts, or objects whose ``str`` is their text (a formula an agent
-prepared: ``sr_dist.evaluator.prepared``); the evaluator gets the objects, and one that has a
-``canonical`` attribute is counted by it instead of by ``key``.
+A request's formulas are texts or formulas an agent prepared (``PreparedFormula``:
+``sr_dist.evaluator.prepared``); the evaluator gets the prepared ones as they are, counted by
+their own canonical key instead of by ``key``, and anything else as its ``str``.
 
 A formula may come with a start (constant values an offspring inherited, for a local search:
 ``Evaluator.fit_many``'s ``starts``). Within a batch, identical expression strings are sent to the
@@ -39,6 +39,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
+from sr_dist.evaluator.prepared import PreparedFormula
 from sr_dist.search.latency import LatencyHistogram
 
 __all__ = ["Batch", "BatchingStats", "Completion", "MicroBatcher"]
@@ -186,8 +187,8 @@ class MicroBatcher(Generic[R]):
         ticket = self._next_ticket
         self._next_ticket += 1
         self._requests += 1
-        items = list(expressions)
-        texts = [e if isinstance(e, str) else str(e) for e in items]
+        items = [e if isinstance(e, PreparedFormula) else str(e) for e in expressions]
+        texts = [e.text if isinstance(e, PreparedFormula) else e for e in items]
         if starts is not None and len(starts) != len(texts):
             raise ValueError(f"starts has {len(starts)} entries for {len(texts)} formulas")
         if not texts:
@@ -276,14 +277,13 @@ class MicroBatcher(Generic[R]):
             self._waits.record(now - item.enqueued_at)
             slots.append((item.ticket, item.position, slot))
             agents.add(item.agent_id)
-            canonical = getattr(item.formula, "canonical", None)
-            if not isinstance(canonical, str):
-                canonical = self._key(item.expression)
+            canonical = (item.formula.canonical if isinstance(item.formula, PreparedFormula)
+                         else self._key(item.expression))
             owners = keys_by_agent.setdefault(canonical, set())
             if owners and item.agent_id not in owners:
                 self._cross_duplicates += 1
             owners.add(item.agent_id)
-        prepared = any(not isinstance(f, str) for f in formulas)
+        prepared = any(isinstance(f, PreparedFormula) for f in formulas)
         batch = Batch(self._next_batch, tuple(unique), tuple(slots), frozenset(agents),
                       tuple(starts) if any(s is not None for s in starts) else (),
                       tuple(formulas) if prepared else ())

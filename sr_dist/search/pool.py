@@ -121,18 +121,13 @@ class EvaluatorPool:
     def replicas(self) -> int:
         return len(self._handles)
 
-    def keys(self, expressions: Sequence[str]) -> list[str]:
-        """Routing keys; with one replica there is nothing to route, so no parsing."""
+    def keys(self, expressions: Sequence[Any]) -> list[str]:
+        """Routing keys (a prepared formula's own canonical key, a text's from a parse); with
+        one replica there is nothing to route, so no parsing."""
         if len(self._handles) == 1:
             return [""] * len(expressions)
-        return [canonical_key(self._variables, text) for text in expressions]
-
-    def _routing_keys(self, items: Sequence[Any]) -> list[str]:
-        """:meth:`keys`, read off the formulas already prepared."""
-        if len(self._handles) == 1:
-            return [""] * len(items)
         return [item.canonical if isinstance(item, PreparedFormula)
-                else canonical_key(self._variables, str(item)) for item in items]
+                else canonical_key(self._variables, str(item)) for item in expressions]
 
     def _down(self) -> set[int]:
         now = self._clock()
@@ -163,7 +158,7 @@ class EvaluatorPool:
             raise ValueError(f"starts has {len(starts)} entries for {len(texts)} formulas")
         items: list[Any] = ([prepare_text(text, self._variables) for text in texts]
                             if self._prepare else list(texts))
-        keys = self._routing_keys(items)
+        keys = self.keys(items)
         results: list[Any] = [None] * len(texts)
         todo = list(range(len(texts)))
         start = self._clock()

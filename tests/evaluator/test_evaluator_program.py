@@ -13,6 +13,7 @@ from sr_dist.evaluator.program import (
     LoweringError,
     Program,
     evaluate_program_numpy,
+    find_linear,
     lower,
     pack_programs,
 )
@@ -137,3 +138,40 @@ def test_program_is_frozen_value() -> None:
 def test_operators_with_the_wrong_operand_count_are_lowering_errors(tree: Node) -> None:
     with pytest.raises(LoweringError, match="needs (one|two) operand"):
         lower(tree, NAMES, [])
+
+
+def test_lowering_over_a_generated_family_computes_the_tree() -> None:
+    """Random formulas (seeded): the program computes the canonical tree's values, and its
+    linear constants are those :func:`find_linear` finds on the tree (which folds and rewrites
+    powers by its own walk)."""
+    rng = np.random.default_rng(11)
+    X = _rows()
+    checked = 0
+    for _ in range(300):
+        text = _random_text(rng, int(rng.integers(2, 6)))
+        f = parse_formula(text, NAMES)
+        consts = [f"c{i}" for i in range(len(f.canonical_constants))]
+        prog = lower(f.canonical_tree, NAMES, consts)
+        values = {c: 0.5 + 0.25 * i for i, c in enumerate(consts)}
+        with np.errstate(all="ignore"):
+            want = evaluate_numpy(f.canonical_tree, X, NAMES, values)
+        got = evaluate_program_numpy(prog, X, [values[c] for c in consts])
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True,
+                                   err_msg=text)
+        assert prog.linear == tuple(sorted(consts.index(c)
+                                           for c in find_linear(f.canonical_tree))), text
+        checked += 1
+    assert checked == 300
+
+
+def _random_text(rng: np.random.Generator, depth: int) -> str:
+    if depth <= 1 or rng.random() < 0.25:
+        return str(rng.choice(["x0", "x1", "x2", "a", "b", "k", "2", "0.5", "3"]))
+    if rng.random() < 0.3:
+        fn = str(rng.choice(["sin", "exp", "sqrt", "log", "-", "tanh"]))
+        inner = _random_text(rng, depth - 1)
+        return f"-({inner})" if fn == "-" else f"{fn}({inner})"
+    op = str(rng.choice(["+", "-", "*", "/", "**"]))
+    if op == "**":
+        return f"({_random_text(rng, depth - 1)})**{rng.choice(['2', '3', '0.5', '-1', '1'])}"
+    return f"({_random_text(rng, depth - 1)}){op}({_random_text(rng, depth - 1)})"

@@ -192,6 +192,7 @@ def test_a_batch_without_starts_has_none_and_a_short_starts_list_is_refused() ->
 
 def test_prepared_formulas_reach_the_evaluator_and_bring_their_own_keys() -> None:
     from sr_dist.evaluator.prepared import prepare_text
+    from sr_dist.formula import parse_formula
 
     names = ("x", "y")
     keyed: list[str] = []
@@ -211,6 +212,7 @@ def test_prepared_formulas_reach_the_evaluator_and_bring_their_own_keys() -> Non
     assert keyed == ["sin(x)"]
     assert b.stats().cross_agent_duplicates == 1 and b.stats().duplicate_formulas == 1
     only_text = MicroBatcher[str](max_batch=8, max_wait_s=0.0)
-    only_text.submit(0, ["x"], 0.0)
+    only_text.submit(0, ["x", parse_formula("b + a*x", names), 3], 0.0)  # anything else: text
     plain = only_text.take(0.0)
-    assert plain is not None and plain.formulas == () and plain.items == ("x",)
+    assert plain is not None and plain.formulas == ()
+    assert plain.items == ("x", "b + a*x", "3")

@@ -30,7 +30,6 @@ __all__ = [
     "History",
     "read_history",
     "HistoryReader",
-    "parse_cached",
     "score",
     "pareto_front",
     "Standing",

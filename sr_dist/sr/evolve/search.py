@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sr_dist.formula import Node
+from sr_dist.formula.memo import parse_cached
 from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.operators import (
     OPERATORS,
@@ -31,7 +32,7 @@ from sr_dist.sr.evolve.operators import (
     random_tree,
     within_limits,
 )
-from sr_dist.sr.evolve.population import History, Individual, parse_cached, tournament
+from sr_dist.sr.evolve.population import History, Individual, tournament
 from sr_dist.sr.evolve.tree import (
     constant_prefix,
     constant_values,
