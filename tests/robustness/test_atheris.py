@@ -6,6 +6,7 @@ Skipped when atheris is not installed (it is optional; see fuzz_atheris.py for l
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -47,14 +48,45 @@ def test_the_failure_report_leads_with_the_cause(tmp_path: Path) -> None:
     assert failure_report("just statistics", tmp_path).startswith("just statistics")
 
 
+#: The memory a session may use beyond what it starts with (libFuzzer's default limit).
+RSS_BUDGET_MB = 2048
+
+
+def rss_limit_mb() -> int:
+    """libFuzzer's ``-rss_limit_mb`` for a session started from this process. It reads the
+    peak resident size, which Linux carries from a parent into a child it spawns: a pytest
+    worker that has grown past 2 GB (JAX, earlier tests) would otherwise start the fuzzer
+    "out of memory" before its first input. So the budget counts from this process's peak."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024 + RSS_BUDGET_MB
+
+
 def test_bounded_atheris_session_finds_nothing(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run(
         [sys.executable, str(HARNESS), "-runs=3000", "-max_len=512", "-max_total_time=8",
-         "-seed=1", f"-artifact_prefix={tmp_path}/"],
+         "-seed=1", f"-rss_limit_mb={rss_limit_mb()}", f"-artifact_prefix={tmp_path}/"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     output = done.stdout + done.stderr
     crashed = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "oom-", "timeout-", "leak-"))]
     assert done.returncode == 0 and not crashed, failure_report(output, tmp_path)
     assert "Done" in output[-3000:], failure_report(output, tmp_path)
     print(output.strip().splitlines()[-1])
+
+
+def test_a_session_started_from_a_grown_process_is_not_out_of_memory(tmp_path: Path) -> None:
+    """Started from a process that once held 2.5 GB (as a pytest worker may), the session
+    runs: the inherited peak is not counted against its budget."""
+    script = (
+        "import numpy, subprocess, sys\n"
+        "block = numpy.ones(int(2.5e9 // 8)); del block\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from test_atheris import HARNESS, rss_limit_mb\n"
+        "done = subprocess.run([sys.executable, str(HARNESS), '-runs=100000', '-max_len=64',\n"
+        "                       '-max_total_time=2', '-seed=1', f'-rss_limit_mb={rss_limit_mb()}',\n"
+        "                       f'-artifact_prefix={sys.argv[2]}/'], capture_output=True, text=True)\n"
+        "print(done.returncode, 'out-of-memory' in done.stdout + done.stderr)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent), str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert done.stdout.split() == ["0", "False"], done.stdout + done.stderr[-3000:]
