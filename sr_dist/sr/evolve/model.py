@@ -25,7 +25,8 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,13 @@ from sr_dist.sr.evolve.library.config import LibraryConfig, library_config
 from sr_dist.sr.evolve.library.sample import Sample, sample_from_info
 from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.library.sources.pi_groups import units_from_info
-from sr_dist.sr.evolve.population import EVALUATE_TOOL, SUBMIT_TOOL, History, HistoryReader
+from sr_dist.sr.evolve.population import (
+    EVALUATE_TOOL,
+    SUBMIT_TOOL,
+    History,
+    HistoryReader,
+    proposed_keys,
+)
 from sr_dist.sr.evolve.search import EvolveConfig, Proposal, SeedKeys, propose
 
 __all__ = ["EvolveModel", "build_evolve"]
@@ -66,6 +73,29 @@ def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> frozenset[str] | N
 #: Conversations whose history readers a model keeps (one per agent it serves; the oldest
 #: unused one is dropped beyond this).
 READERS_KEPT = 64
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """A proposal being bred for a conversation's next call (``propose_ahead``): valid when
+    that call's history is the ``known`` pairs plus one ``evaluate_formulas`` call of exactly
+    ``expressions`` (the batch this model just sent), with the same tools offered."""
+
+    known: int
+    last: Any
+    expressions: tuple[Any, ...]
+    available: frozenset[str] | None
+    future: Future[tuple[ModelResponse, tuple[str, ...] | None]]
+
+
+def _evaluated(pair: Any) -> tuple[Any, ...] | None:
+    """The ``expressions`` of a history pair's ``evaluate_formulas`` call (None: not one)."""
+    call = pair[0] if isinstance(pair, tuple) and pair else None
+    arguments = getattr(call, "arguments", None)
+    if getattr(call, "name", None) != EVALUATE_TOOL or not isinstance(arguments, Mapping):
+        return None
+    expressions = arguments.get("expressions")
+    return tuple(expressions) if isinstance(expressions, list) else None
 
 
 class EvolveModel:
@@ -112,6 +142,11 @@ class EvolveModel:
         self._seed_keys: dict[str, SeedKeys] = {}
         self._readers: OrderedDict[int, tuple[list[Any], HistoryReader]] = OrderedDict()
         self._readers_lock = threading.Lock()
+        #: ``propose_ahead``: per conversation, the next call's proposal being bred.
+        self._aheads: dict[int, _Ahead] = {}
+        self._ahead_pool: ThreadPoolExecutor | None = None
+        #: Calls answered with a proposal bred ahead (``propose_ahead``).
+        self.proposed_ahead = 0
 
     # ------------------------------------------------------------------ protocol
 
@@ -120,7 +155,32 @@ class EvolveModel:
         available = _tool_names(tools)
         if available is not None and EVALUATE_TOOL not in available:
             raise ModelError(f"evolve needs the {EVALUATE_TOOL!r} tool; offered: {sorted(available)}", kind="config")
-        history = self._reader(context.tool_history, variables).read(context.tool_history)
+        pairs = context.tool_history
+        if not self.config.propose_ahead:
+            return self._propose(context, variables, available, pairs, None)[0]
+        bred = self._take_ahead(pairs, available)
+        if bred is None:
+            held = _evaluated(pairs[-1]) if pairs else None
+            bred = self._propose(context, variables, available,
+                                 pairs[:-1] if held is not None else pairs, held)
+        else:
+            self.proposed_ahead += 1
+        response, sent = bred
+        if sent is not None:
+            self._start_ahead(context, variables, available, list(pairs), sent)
+        return response
+
+    def _propose(self, context: Context, variables: tuple[str, ...],
+                 available: frozenset[str] | None, pairs: Sequence[Any],
+                 held: tuple[Any, ...] | None) -> tuple[ModelResponse, tuple[str, ...] | None]:
+        """The response to a call whose history is ``pairs``, plus ``held``: the expressions
+        of one more ``evaluate_formulas`` call whose results are not read (``propose_ahead``),
+        which count as tried and as a call. Also returns the batch sent (None: no
+        ``evaluate_formulas`` call)."""
+        history = self._reader(context.tool_history, variables).read(pairs)
+        if held is not None:
+            history = replace(history, seen=history.seen | proposed_keys(held, variables),
+                              calls=history.calls + 1)
         sample = sample_from_info(context.info, variables)
         rng = np.random.default_rng([self._seed(context), history.calls])
         can_submit = available is None or SUBMIT_TOOL in available
@@ -129,7 +189,48 @@ class EvolveModel:
         library = _share(self._library(variables, sample, units), _agent_id(context), self.config.batch_size)
         keys = self._seed_keys.setdefault(memo, SeedKeys())
         proposal = propose(history, variables, library, self.config, rng, can_submit, keys)
-        return self._respond(proposal, history)
+        sent = proposal.expressions if proposal.submit is None and proposal.expressions else None
+        return self._respond(proposal, history), sent
+
+    def _start_ahead(self, context: Context, variables: tuple[str, ...],
+                     available: frozenset[str] | None, pairs: list[Any],
+                     sent: tuple[str, ...]) -> None:
+        """Breed the next call's proposal in the background: its history will be ``pairs``
+        plus the call just sent (``sent``), whose results it does not read."""
+        dropped: list[_Ahead] = []
+        with self._readers_lock:
+            if self._ahead_pool is None:
+                self._ahead_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evolve-ahead")
+            try:
+                future = self._ahead_pool.submit(self._propose, context, variables, available,
+                                                 pairs, sent)
+            except RuntimeError:  # the interpreter is shutting down: the next call proposes
+                return
+            self._aheads[id(context.tool_history)] = _Ahead(
+                len(pairs), pairs[-1] if pairs else None, sent, available, future)
+            while len(self._aheads) > READERS_KEPT:
+                dropped.append(self._aheads.pop(next(iter(self._aheads))))
+        for ahead in dropped:  # a forgotten conversation's reader is not in use once this returns
+            ahead.future.exception()
+
+    def _take_ahead(self, pairs: Sequence[Any], available: frozenset[str] | None,
+                    ) -> tuple[ModelResponse, tuple[str, ...] | None] | None:
+        """The proposal bred ahead for this call, or None when there is none or the history
+        is not the one it was bred for. Waits for a proposal still being bred either way
+        (it uses this conversation's reader)."""
+        with self._readers_lock:
+            ahead = self._aheads.pop(id(pairs), None)
+        if ahead is None:
+            return None
+        try:
+            bred = ahead.future.result()
+        except Exception:  # noqa: BLE001 - proposed again in the foreground, which reports it
+            return None
+        if (available != ahead.available or len(pairs) != ahead.known + 1
+                or (ahead.known and pairs[ahead.known - 1] is not ahead.last)
+                or _evaluated(pairs[-1]) != ahead.expressions):
+            return None
+        return bred
 
     async def acall(self, context: Context, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelResponse:
         return await asyncio.to_thread(self.call, context, tools)

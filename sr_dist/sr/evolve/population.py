@@ -35,6 +35,7 @@ __all__ = [
     "Standing",
     "Standings",
     "tournament",
+    "proposed_keys",
 ]
 
 EVALUATE_TOOL = "evaluate_formulas"
@@ -164,6 +165,19 @@ def read_history(tool_history: Iterable[tuple[Any, Any]], variables: Sequence[st
     ``with_constants``: each individual's tree carries its fitted constant values
     (:func:`~sr_dist.sr.evolve.tree.with_constant_values`), for offspring to inherit."""
     return HistoryReader(variables, with_constants).read(list(tool_history))
+
+
+def proposed_keys(expressions: Iterable[Any], variables: Sequence[str]) -> frozenset[str]:
+    """The keys an ``evaluate_formulas`` call's ``expressions`` count as tried by (what
+    :class:`HistoryReader` adds to :attr:`History.seen` for them): each text's canonical form,
+    or the text itself where it does not parse; entries that are not text count for nothing."""
+    names = tuple(variables)
+    keys: set[str] = set()
+    for text in expressions:
+        if isinstance(text, str):
+            parsed = parse_cached(text, names)
+            keys.add(parsed.canonical if parsed is not None else text)
+    return frozenset(keys)
 
 
 def _best_order(ind: Individual) -> tuple[bool, float, int, str]:

@@ -93,6 +93,12 @@ class EvolveConfig:
     #: stop short of the structure's best fit; the answer is chosen from the front). 0 (the
     #: default): none; on the generated family of docs/evolve.md a share cost hits.
     refit_share: float = 0.0
+    #: Breed the next batch while the last one is fitted (``EvolveModel``: a background thread
+    #: proposes call ``n + 1`` as soon as call ``n`` is out). A call's batch is then bred from
+    #: the history without the last ``evaluate_formulas`` call's results (its candidates count as
+    #: tried), so the proposal is still a function of the context: a fresh model given it
+    #: proposes the same (docs/evolve.md "Proposing ahead").
+    propose_ahead: bool = False
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
