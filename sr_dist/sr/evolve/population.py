@@ -391,7 +391,12 @@ def pareto_front(individuals: Sequence[Individual]) -> list[Individual]:
     return front_of(individuals, loss=lambda i: i.nmse, complexity=lambda i: i.complexity, key=lambda i: i.canonical)
 
 
-def tournament(pool: Sequence[Individual], rng: np.random.Generator, size: int, parsimony: float) -> Individual:
-    """The best (by :func:`score`) of ``size`` candidates drawn from ``pool``."""
+def tournament(pool: Sequence[Individual], rng: np.random.Generator, size: int, parsimony: float,
+               keys: Sequence[tuple[float, str]] | None = None) -> Individual:
+    """The best (by :func:`score`, then canonical form) of ``size`` candidates drawn from
+    ``pool``. ``keys``: each member's ``(score(member, parsimony), member.canonical)``, computed
+    once for the many tournaments of a batch (the same winner, without scoring every draw)."""
     picks = rng.integers(len(pool), size=max(1, size))
-    return min((pool[int(i)] for i in picks), key=lambda i: (score(i, parsimony), i.canonical))
+    if keys is None:
+        return min((pool[int(i)] for i in picks), key=lambda i: (score(i, parsimony), i.canonical))
+    return pool[min(picks.tolist(), key=keys.__getitem__)]

@@ -32,7 +32,7 @@ from sr_dist.sr.evolve.operators import (
     random_tree,
     within_limits,
 )
-from sr_dist.sr.evolve.population import History, Individual, tournament
+from sr_dist.sr.evolve.population import History, Individual, score, tournament
 from sr_dist.sr.evolve.tree import (
     constant_prefix,
     constant_values,
@@ -303,6 +303,7 @@ def propose(
     ranked = history.ranked(config.parsimony)
     pool_keys = {i.canonical for i in ranked[: config.pool_size]}
     pool = list(ranked[: config.pool_size]) + [i for i in history.pareto() if i.canonical not in pool_keys]
+    pool_order = [(score(i, config.parsimony), i.canonical) for i in pool]
     names_ops = sorted(OPERATORS)  # read per call: OPERATORS is a public table
     operator_cdf = cumulative([OPERATORS[k][1] for k in names_ops])
 
@@ -318,8 +319,9 @@ def propose(
             parents: tuple[Node, ...] = (solved[int(rng.integers(len(solved)))].tree,)
         else:
             op_name = names_ops[draw(rng, operator_cdf)]
-            first = ranked[0] if rng.random() < config.p_elite else tournament(pool, rng, config.tournament_size, config.parsimony)
-            second = tournament(pool, rng, config.tournament_size, config.parsimony)
+            first = ranked[0] if rng.random() < config.p_elite else tournament(
+                pool, rng, config.tournament_size, config.parsimony, pool_order)
+            second = tournament(pool, rng, config.tournament_size, config.parsimony, pool_order)
             parents = (first.tree, second.tree)
         operator, _, arity = OPERATORS[op_name]
         batch.offer(operator(parents[:arity] if arity <= len(parents) else parents, rng, grammar),

@@ -7,7 +7,14 @@ import pytest
 
 from sr_dist.formula import parse_formula
 from sr_dist.sr.evolve.library import Sample, sample_from_info, seed_library
-from sr_dist.sr.evolve.population import History, Individual, pareto_front, read_history
+from sr_dist.sr.evolve.population import (
+    History,
+    Individual,
+    pareto_front,
+    read_history,
+    score,
+    tournament,
+)
 from sr_dist.sr.evolve.tree import render, tidy
 from sr_dist.sr.structure.power_law import power_law
 from sr_dist.tools.types import ToolCall, ToolCallResult
@@ -128,3 +135,20 @@ def test_pareto_front() -> None:
 
     front = pareto_front([ind(3, 0.5), ind(5, 0.1), ind(5, 0.05), ind(7, 0.2), ind(9, 0.01), ind(1, 1.0)])
     assert [(i.complexity, i.nmse) for i in front] == [(1, 1.0), (3, 0.5), (5, 0.05), (9, 0.01)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_tournament_with_precomputed_keys_picks_the_same_winners(seed: int) -> None:
+    """Over generated pools with tied scores and repeated draws: the winner, and the random
+    numbers used, are the same with the batch's precomputed keys as without."""
+    gen = np.random.default_rng(seed)
+    tree = parse_formula("x0", NAMES).tree
+    # Few distinct NMSE and complexity values, so scores tie and the canonical form decides.
+    pool = [Individual(f"e{k}", f"k{gen.integers(1000)}_{k}", tree,
+                       float(gen.choice([1e-3, 1e-2, 0.1])), int(gen.integers(1, 4)), 0)
+            for k in range(int(gen.integers(1, 40)))]
+    keys = [(score(i, 0.02), i.canonical) for i in pool]
+    plain, keyed = np.random.default_rng(seed), np.random.default_rng(seed)
+    for size in (1, 2, 4, 7) * 25:
+        assert tournament(pool, keyed, size, 0.02, keys) is tournament(pool, plain, size, 0.02)
+    assert plain.random() == keyed.random()
