@@ -172,12 +172,12 @@ def proposed_keys(expressions: Iterable[Any], variables: Sequence[str]) -> froze
     :class:`HistoryReader` adds to :attr:`History.seen` for them): each text's canonical form,
     or the text itself where it does not parse; entries that are not text count for nothing."""
     names = tuple(variables)
-    keys: set[str] = set()
-    for text in expressions:
-        if isinstance(text, str):
-            parsed = parse_cached(text, names)
-            keys.add(parsed.canonical if parsed is not None else text)
-    return frozenset(keys)
+    return frozenset(_tried_key(text, names) for text in expressions if isinstance(text, str))
+
+
+def _tried_key(text: str, names: tuple[str, ...]) -> str:
+    parsed = parse_cached(text, names)
+    return parsed.canonical if parsed is not None else text
 
 
 def _best_order(ind: Individual) -> tuple[bool, float, int, str]:
@@ -325,8 +325,7 @@ class HistoryReader:
         in_full: set[str] = set()  # structures asked for without one (a full fit)
         for i, text in enumerate(proposed if isinstance(proposed, list) else []):
             if isinstance(text, str):
-                parsed = parse_cached(text, names)
-                key = parsed.canonical if parsed is not None else text
+                key = _tried_key(text, names)
                 seen.add(key)
                 if isinstance(starts, list) and i < len(starts) and starts[i] is not None:
                     started.add(text)
