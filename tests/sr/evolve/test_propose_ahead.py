@@ -83,13 +83,13 @@ def test_a_history_other_than_the_one_bred_for_is_proposed_for_again(datasets, e
     assert fresh.call(Context(info=context.info, tool_history=list(context.tool_history)), tools) == answer
 
 
-def test_off_by_default_and_unchanged_when_off(datasets, evaluators) -> None:
-    assert EvolveModel().config.propose_ahead is False
+def test_on_by_default_and_off_on_request(datasets, evaluators) -> None:
+    assert EvolveModel().config.propose_ahead is True
     context = Context(info=info_for(datasets["product"], sample=False))
-    model = EvolveModel(batch_size=16, seed=7)
+    model = EvolveModel(batch_size=16, seed=7, propose_ahead=False)
     for _ in range(4):
         step(model, context, evaluators["product"])
     assert model.proposed_ahead == 0
     # A fresh model reads the whole history, the last call's results included.
-    fresh = EvolveModel(batch_size=16, seed=7)
+    fresh = EvolveModel(batch_size=16, seed=7, propose_ahead=False)
     assert fresh.call(copy.copy(context), TOOLS) == model.call(context, TOOLS)
