@@ -54,7 +54,7 @@ def record(path: Path, turns: int, rows: int, sample_rows: int = 500) -> None:
         dataset = load_dataset(f"csv:{csv}", seed=0)
     evaluator = Evaluator(dataset)
     context = Context(info=_info(dataset, sample_rows))
-    model = EvolveModel(seed=0)
+    model = EvolveModel(seed=0, propose_ahead=False)  # see replay
     for _ in range(turns):
         evaluate_turn(model, context, evaluator)
     path.write_bytes(pickle.dumps({"info": context.info, "history": context.tool_history}))
@@ -68,7 +68,9 @@ def replay(path: Path) -> tuple[float, int, str]:
     stored = pickle.loads(path.read_bytes())
     history = stored["history"]
     context = Context(info=copy.deepcopy(stored["info"]))
-    model = EvolveModel(seed=0)
+    # Breeding in the foreground: with ``propose_ahead`` the same work runs in a background
+    # thread between calls, outside the CPU clock's window around ``call``.
+    model = EvolveModel(seed=0, propose_ahead=False)
     sha = hashlib.sha256()
     cpu = 0.0
     proposed = 0
