@@ -90,6 +90,8 @@ def test_on_by_default_and_off_on_request(datasets, evaluators) -> None:
     for _ in range(4):
         step(model, context, evaluators["product"])
     assert model.proposed_ahead == 0
-    # A fresh model reads the whole history, the last call's results included.
+    # Off, nothing is bred in the background and a fresh model proposes the same. (That a model
+    # with it off reads the last call's results is checked in
+    # test_a_batch_is_bred_without_the_last_calls_results.)
     fresh = EvolveModel(batch_size=16, seed=7, propose_ahead=False)
     assert fresh.call(copy.copy(context), TOOLS) == model.call(context, TOOLS)
