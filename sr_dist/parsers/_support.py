@@ -227,16 +227,19 @@ _Outcome = TypeVar("_Outcome", bound=CallOutcome)
 
 
 def assign_ids(outcomes: Iterable[_Outcome]) -> tuple[_Outcome, ...]:
-    """Give every call without an id a unique ``call_<position>`` id, so results can be matched back.
+    """Give every call without an id, or with the id of an earlier call of the turn (a provider
+    that repeats one), a unique ``call_<position>`` id, so results can be matched back.
 
     Readable and unreadable calls share one sequence of positions: the model's third call is
     ``call_2`` whether or not it could be read.
     """
     ordered = list(outcomes)
     used = {c.id for c in ordered if c.id}
+    kept: set[str] = set()
     out: list[_Outcome] = []
     for index, call in enumerate(ordered):
-        if call.id:
+        if call.id and call.id not in kept:
+            kept.add(call.id)
             out.append(call)
             continue
         candidate = f"call_{index}"

@@ -190,3 +190,13 @@ def test_openai_round_trip_through_history(calls: list[tuple[str, dict[str, Any]
     assert [c.id for c in result.calls] == [f"x{i}" if ids else f"call_{i}" for i in range(len(calls))]
     message = parser.assistant_message(None, result.calls)
     assert parser.parse(None, message["tool_calls"]) == result
+
+
+def test_calls_that_repeat_an_id_get_unique_ones() -> None:
+    """Found by the property above: two unreadable native calls sent with the same id."""
+    parser = get_parser("openai")
+    native = [{"type": "function", "function": None, "id": "0"},
+              {"type": "function", "function": None, "id": "0"},
+              {"type": "function", "function": {"name": "f", "arguments": "{}"}, "id": "0"}]
+    ids = [o.id for o in parser.parse("", native_calls=native).outcomes]
+    assert ids[0] == "0" and len(set(ids)) == 3, ids
