@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,6 @@ from sr_dist.sr.evolve.population import (
     SUBMIT_TOOL,
     History,
     HistoryReader,
-    proposed_keys,
 )
 from sr_dist.sr.evolve.search import EvolveConfig, Proposal, SeedKeys, propose
 
@@ -177,10 +176,7 @@ class EvolveModel:
         of one more ``evaluate_formulas`` call whose results are not read (``propose_ahead``),
         which count as tried and as a call. Also returns the batch sent (None: no
         ``evaluate_formulas`` call)."""
-        history = self._reader(context.tool_history, variables).read(pairs)
-        if held is not None:
-            history = replace(history, seen=history.seen | proposed_keys(held, variables),
-                              calls=history.calls + 1)
+        history = self._reader(context.tool_history, variables).read(pairs, held)
         sample = sample_from_info(context.info, variables)
         rng = np.random.default_rng([self._seed(context), history.calls])
         can_submit = available is None or SUBMIT_TOOL in available

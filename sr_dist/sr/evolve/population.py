@@ -289,18 +289,25 @@ class HistoryReader:
         # The same objects at the ends of what was read (pairs are never copied in place).
         return not done or (pairs[0] is done[0] and pairs[len(done) - 1] is done[-1])
 
-    def read(self, tool_history: Sequence[tuple[Any, Any]]) -> History:
+    def read(self, tool_history: Sequence[tuple[Any, Any]],
+             held: Sequence[Any] | None = None) -> History:
+        """The state after ``tool_history``. ``held``: the expressions of one more
+        ``evaluate_formulas`` call whose results are not read yet (a proposal bred ahead):
+        they count as tried (:func:`proposed_keys`) and the call counts as a call."""
         if not self._extends(tool_history):
             self._reset()
         for pair in tool_history[len(self._pairs):]:
             self._pairs.append(pair)
             self._take(pair)
+        seen = frozenset(self._seen)
+        if held is not None:
+            seen |= proposed_keys(held, self.names)
         return History(
             individuals=tuple(self._unique.values()),
-            seen=frozenset(self._seen),
+            seen=seen,
             generations=len(self._best_by_generation),
             best_by_generation=tuple(self._best_by_generation),
-            calls=len(self._pairs),
+            calls=len(self._pairs) + (held is not None),
             submitted=tuple(self._submitted),
             summary=self._summary,
             standing=self._standings.snapshot() if self._standings is not None else None,
