@@ -1,6 +1,6 @@
 """The ``curves`` seed source over a generated family of laws with constants inside their
-functions: with it on, the library holds entries that fit those laws exactly. Off by default,
-so the default library is unchanged."""
+functions: with it on (the default, up to ``curve_max_variables`` variables), the library holds
+entries that fit those laws exactly."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def exact_entries(X: np.ndarray, y: np.ndarray, config: LibraryConfig) -> int:
     return sum(1 for fit in evaluator.fit_many(ours) if fit.val_nmse is not None and fit.val_nmse < 1e-10)
 
 
-def test_the_source_is_off_by_default_and_names_its_seeds() -> None:
+def test_the_source_is_on_by_default_and_names_its_seeds() -> None:
     # The default library is bench/library_digests.json's (tests/bench/test_library_digest.py).
-    assert "curves" not in DEFAULT_LIBRARY.sources
+    assert "curves" in DEFAULT_LIBRARY.sources
     X, y = draw_law(0)
     sample = Sample(X[:256], y[:256])
     default = library_seeds(NAMES, sample, None, LibraryConfig(sources=("power_law", "data_free")))
@@ -72,3 +72,15 @@ def test_hit_count_over_a_generated_family() -> None:
     # Measured: 6 of 6 (seeds 0-5, one of each curve). At least 5: a seed's restarts may miss
     # a basin on another machine's float kernels.
     assert sum(hits) >= 5, hits
+
+
+def test_wide_problems_get_no_curves() -> None:
+    """Past ``curve_max_variables`` the source adds nothing (its entries grow as n squared);
+    at the limit it adds every curve in every variable."""
+    names = tuple(f"x{i}" for i in range(4))
+    at_limit = LibraryConfig(sources=("data_free", "curves"), curve_max_variables=4)
+    assert [s.tree for s in library_seeds(names, None, None, at_limit) if s.source == "curves"] == curve_seeds(names)
+    below = LibraryConfig(sources=("data_free", "curves"), curve_max_variables=3)
+    without = LibraryConfig(sources=("data_free",))
+    assert library_seeds(names, None, None, below) == library_seeds(names, None, None, without)
+    assert DEFAULT_LIBRARY.curve_max_variables >= 9  # every AI Feynman problem, where it was measured

@@ -92,7 +92,8 @@ def plain_library(variables: Sequence[str], sample: Sample | None, sparse: bool 
     elif sums and sample is not None:
         exact, loose = transformed_sum_seeds(sample, variables, [], config)
     free = seeds_from(data_free_seeds(variables), "data_free") if config.runs("data_free") else []
-    curves = seeds_from(curve_seeds(variables), "curves") if config.runs("curves") else []
+    curves = (seeds_from(curve_seeds(variables), "curves")
+              if config.runs("curves") and len(variables) <= config.curve_max_variables else [])
     return exact, interleave([monomials, one_var, curves, groups, loose, two_var, free])
 
 

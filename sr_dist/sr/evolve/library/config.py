@@ -17,12 +17,13 @@ from sr_dist.sr.evolve.library.sparse_sums import EXHAUSTIVE_TERMS, PAIR_COMPLET
 __all__ = ["DEFAULT_LIBRARY", "DEFAULT_SOURCES", "SOURCES", "LibraryConfig", "library_config"]
 
 #: The seed sources that run by default, by the names seeds carry (``Seed.source``; a source
-#: with sub-searches adds ``/sums``, ``/rational`` or ``/ratios``).
+#: with sub-searches adds ``/sums``, ``/rational`` or ``/ratios``). ``curves``: classic curves
+#: with their constants inside their functions (:mod:`.sources.curves`), for problems of at
+#: most ``curve_max_variables`` variables.
 DEFAULT_SOURCES: tuple[str, ...] = ("transformed_sums", "decomposition", "power_law", "group_shapes",
-                                    "data_free", "pi_groups")
-#: Every seed source: the default ones and those a run turns on (``curves``: classic curves
-#: with their constants inside their functions, :mod:`.sources.curves`).
-SOURCES: tuple[str, ...] = (*DEFAULT_SOURCES, "curves")
+                                    "data_free", "pi_groups", "curves")
+#: Every seed source.
+SOURCES: tuple[str, ...] = DEFAULT_SOURCES
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class LibraryConfig:
     decomposition_solves: int = 24
     #: Library entries placed between the decomposition's near-exact seeds and its looser ones.
     decomposition_after: int = 8
+    #: Widest problem (in variables) that gets the ``curves`` source: it has ``2n - 1`` entries
+    #: per curve and variable, 918 for 9 variables (AI Feynman's widest, where it was
+    #: measured) and about 30,000 for 50, which would bury the rest of a wide problem's library.
+    curve_max_variables: int = 10
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.sources if s not in SOURCES]

@@ -15,8 +15,8 @@ module                        what it proposes
 ``decomposition``             separability, symmetries and recursion (AI Feynman's tests)
 ``data_free``                 monomials, products, ratios and sums with free constants
 ``curves``                    classic curves with constants inside their functions (logistic,
-                              Gaussian, sinusoid, damped sinusoid, approach, saturation); off
-                              by default
+                              Gaussian, sinusoid, damped sinusoid, approach, saturation), up
+                              to ``curve_max_variables`` variables
 ============================  =================================================================
 
 A new heuristic arrives as a new module here (or a catalog entry in

@@ -10,7 +10,8 @@ variable (``a*v*S(u)``) and beside a linear term in another (``a*S(u) + b*v``). 
 constants enter linearly (the evaluator solves them exactly); the inner ones are what the fit's
 restarts, and ``evaluator.data_starts``, must find.
 
-Not in the default ``library.sources``: ``model.library.sources=[...,curves]`` turns it on.
+On by default for problems of at most ``library.curve_max_variables`` variables (10); leaving
+``curves`` out of ``model.library.sources`` turns it off.
 """
 
 from __future__ import annotations
