@@ -42,7 +42,7 @@ from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
 
 def _info(dataset: Any, sample_rows: int) -> dict[str, Any]:
     info: dict[str, Any] = {"variables": list(dataset.feature_names), "seed": 0, "dataset": "propose-bench"}
-    if sample_rows:  # what an agent is shown (500 rows by default); none: no seed library
+    if sample_rows:  # what an agent is shown (500 rows by default); none: only the sources that read no rows
         info["sample"] = {"X": dataset.X_train[:sample_rows].tolist(), "y": dataset.y_train[:sample_rows].tolist()}
     return info
 
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sample-rows", type=int, default=500,
-                        help="training rows the proposer is shown (0: none, so no seed library)")
+                        help="training rows the proposer is shown (0: none, so only the seed sources "
+                             "that read no rows: data_free and curves)")
     args = parser.parse_args(argv)
     if args.record:
         record(args.record, args.turns, args.rows, args.sample_rows)
