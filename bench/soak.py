@@ -7,7 +7,8 @@ a fixed pool of ``--structures`` structures, on a small dataset (``--problem``, 
 rows), so after the pool's first fits nearly every formula is an evaluator cache hit while
 every proposal is still a real candidate row through the real pipeline (agent loop → tool →
 evaluator pool → recorder → result writer actor → Parquet). The run stops at
-``search.max_candidates`` = ``--candidates`` plus :data:`OVERRUN` of it, so the 100% point is
+``search.max_candidates`` = ``--candidates`` plus :data:`OVERRUN` of it (at least
+:data:`MIN_OVERRUN`), so the 100% point is
 measured while every process is still up (a run that stops at the target shuts its actors down
 within a fraction of a second, before the monitor's next poll).
 
@@ -63,8 +64,11 @@ from sr_dist.search.ray_setup import writer_actor_name  # noqa: E402
 
 #: Fractions of the target at which a row is taken.
 CHECKPOINTS: tuple[float, ...] = (0.1, 0.5, 1.0)
-#: How far past ``--candidates`` the run goes, so its last checkpoint finds it running.
+#: How far past ``--candidates`` the run goes, so its last checkpoint finds it running: a share
+#: of the target, and at least a few turns of the agents (5% of a tiny soak was less than one
+#: turn of 256 formulas, and under load the run ended before the monitor's next poll).
 OVERRUN = 0.05
+MIN_OVERRUN = 1024
 #: Results options passed only when this sr-dist's results config has them (issue 14).
 ROLL_OPTIONS: tuple[str, ...] = ("roll_files", "roll_s", "target_file_mb", "compact")
 #: A process whose memory at 100% is more than this times its memory at 10% "grows".
@@ -288,7 +292,7 @@ def overrides(args: argparse.Namespace, root: Path) -> tuple[list[str], list[str
         "model=scripted", f"model.formulas_per_call={args.formulas}",
         f"model.calls_per_turn={args.calls_per_turn}", f"model.structures={args.structures}",
         f"search.agents={args.agents}", f"search.agents_per_actor={args.agents_per_actor}",
-        f"search.max_candidates={round(args.candidates * (1 + OVERRUN))}", f"search.max_seconds={args.seconds}",
+        f"search.max_candidates={args.candidates + max(MIN_OVERRUN, round(args.candidates * OVERRUN))}", f"search.max_seconds={args.seconds}",
         "search.max_turns=1000000000", "search.target_nmse=null", f"search.seed={args.seed}",
         "search.progress_interval_s=60", "search.stop_grace_s=60",
         f"evaluator.replicas={args.replicas}",
