@@ -6,7 +6,9 @@ Each fitted constant is snapped to the simplest closed form it matches to a rela
 pi multiple: the judge's families of the catalog shared with the simplifier,
 :data:`sr_dist.formula.constants.RECOVERY_FAMILIES`, and after its plain forms a rational phase
 plus quarter turns), then sympy decides
-whether candidate and truth are the same function. Variables are taken as positive reals (the
+whether candidate and truth are the same function; failing that, whether their ratio is a
+number within a few parts in a million of 1 once the constants are read as decimals (SRBench's
+"the ratio is a constant", made strict). Variables are taken as positive reals (the
 AI Feynman sampling ranges are positive), which lets sympy cancel ``sqrt(x**2)``.
 """
 
@@ -49,6 +51,9 @@ QUARTER_TURNS = tuple(k for turns in range(1, 9) for k in (turns, -turns))
 PHASE_MAX = 4.5 * math.pi
 #: Largest denominator ``q`` of a phase's rational part.
 PHASE_MAX_DENOMINATOR = 12
+#: Largest denominator of the decimals the ratio test reads constants as (:func:`_decimal`):
+#: three decimal places, as SRBench rounds a model's constants before its symbolic check.
+RATIO_MAX_DENOMINATOR = 1000
 
 
 def snap_constant(value: float, rel_tol: float = 2e-6,
@@ -210,6 +215,41 @@ def _apart_somewhere(a: sympy.Expr, b: sympy.Expr, points: int = 12) -> bool:
     return False
 
 
+def _decimal(value: float, rel_tol: float) -> sympy.Rational | None:
+    """The rational with the smallest denominator (at most :data:`RATIO_MAX_DENOMINATOR`)
+    within ``rel_tol`` of ``value``, or None: a truth's constant written in decimals, as
+    ``2*1.1*1.9 = 209/50`` that expanding a square leaves."""
+    import sympy
+
+    for q in range(1, RATIO_MAX_DENOMINATOR + 1):
+        p = round(value * q)
+        if abs(p / q - value) <= rel_tol * abs(value):
+            return sympy.Rational(p, q)
+    return None
+
+
+def _ratio_is_one(expanded: sympy.Expr, target: sympy.Expr, rel_tol: float) -> bool:
+    """Whether ``expanded`` (fitted values in) over ``target`` is, with each float read as
+    its decimal (:func:`_decimal`, where one is near), a number within
+    ``LOOSE_FACTOR * rel_tol`` of 1. The variables must cancel exactly, so only a constant
+    factor may stay a float; every constant that multiplies a variable must be the truth's."""
+    import sympy
+
+    try:
+        decimals = {}
+        for atom in expanded.atoms(sympy.Float):
+            closed = _decimal(float(atom), rel_tol)
+            if closed is not None:
+                decimals[atom] = closed
+        ratio = sympy.simplify(expanded.xreplace(decimals) / target)
+        if ratio.free_symbols:
+            return False
+        value = complex(ratio.evalf())
+    except (TypeError, ValueError, ZeroDivisionError, RecursionError, AttributeError, OverflowError):
+        return False
+    return abs(value.imag) <= 1e-12 and abs(value.real - 1.0) <= LOOSE_FACTOR * rel_tol
+
+
 def exact_recovery(
     candidate: str | Formula,
     constants: Mapping[str, float],
@@ -273,6 +313,7 @@ def recovery_verdict(
     # expand, and snap the coefficients of the expanded form instead.
     if len(floats) < len(formula.constants):
         return None if undecided else False
+    expanded = None
     try:
         expanded = sympy.expand(_positive(cand.xreplace(floats), variables))
         closed_forms = {}
@@ -288,4 +329,9 @@ def recovery_verdict(
         return True
     if second_verdict is None and not second.has(sympy.Float):
         undecided = True
+    # C: an overall factor that is no closed form (a fitted exp(c*x + d*x**2 + e) is a
+    # Gaussian bump whose amplitude is exp(e + ...)): SRBench's "the ratio is a constant",
+    # with the constants that carry the variables read as decimals and the ratio near 1.
+    if expanded is not None and _ratio_is_one(expanded, target, rel_tol):
+        return True
     return None if undecided else False
