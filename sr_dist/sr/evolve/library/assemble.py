@@ -22,6 +22,7 @@ from sr_dist.sr.evolve.library.sources.curves import curve_seeds
 from sr_dist.sr.evolve.library.sources.data_free import data_free_seeds
 from sr_dist.sr.evolve.library.sources.decomposition import decomposition_seeds
 from sr_dist.sr.evolve.library.sources.group_shapes import group_shape_seeds
+from sr_dist.sr.evolve.library.sources.pair_curves import pair_curve_seeds
 from sr_dist.sr.evolve.library.sources.pi_groups import pi_library, units_from_info
 from sr_dist.sr.evolve.library.sources.power_law import power_law_seeds
 from sr_dist.sr.evolve.library.sources.transformed_sums import transformed_sum_seeds
@@ -94,7 +95,9 @@ def plain_library(variables: Sequence[str], sample: Sample | None, sparse: bool 
     free = seeds_from(data_free_seeds(variables), "data_free") if config.runs("data_free") else []
     curves = (seeds_from(curve_seeds(variables), "curves")
               if config.runs("curves") and len(variables) <= config.curve_max_variables else [])
-    return exact, interleave([monomials, one_var, curves, groups, loose, two_var, free])
+    pairs = (seeds_from(pair_curve_seeds(variables), "pair_curves")
+             if config.runs("pair_curves") and len(variables) <= config.pair_curve_max_variables else [])
+    return exact, interleave([monomials, one_var, curves, pairs, groups, loose, two_var, free])
 
 
 def library_seeds(variables: tuple[str, ...], sample: Sample | None, units: Any = None,

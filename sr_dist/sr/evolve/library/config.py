@@ -22,8 +22,10 @@ __all__ = ["DEFAULT_LIBRARY", "DEFAULT_SOURCES", "SOURCES", "LibraryConfig", "li
 #: most ``curve_max_variables`` variables.
 DEFAULT_SOURCES: tuple[str, ...] = ("transformed_sums", "decomposition", "power_law", "group_shapes",
                                     "data_free", "pi_groups", "curves")
-#: Every seed source.
-SOURCES: tuple[str, ...] = DEFAULT_SOURCES
+#: Every seed source: the default ones and ``pair_curves`` (the curves of a product or ratio
+#: of two variables, :mod:`.sources.pair_curves`, for problems of at most
+#: ``pair_curve_max_variables`` variables), which is off by default.
+SOURCES: tuple[str, ...] = (*DEFAULT_SOURCES, "pair_curves")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,10 @@ class LibraryConfig:
     #: per curve and variable, 918 for 9 variables (AI Feynman's widest, where it was
     #: measured) and about 30,000 for 50, which would bury the rest of a wide problem's library.
     curve_max_variables: int = 10
+    #: Widest problem that gets the ``pair_curves`` source (when it is on): its
+    #: ``3*n*(n - 1)/2`` products and ratios each take ``2n - 3`` forms of every curve, 540
+    #: entries for 4 variables and 4,158 for 7.
+    pair_curve_max_variables: int = 4
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.sources if s not in SOURCES]

@@ -17,6 +17,9 @@ module                        what it proposes
 ``curves``                    classic curves with constants inside their functions (logistic,
                               Gaussian, sinusoid, damped sinusoid, approach, saturation), up
                               to ``curve_max_variables`` variables
+``pair_curves``               the same curves of a product or ratio of two variables
+                              (``tanh(c*u*v)``, ``exp(-c*u/v)``), up to
+                              ``pair_curve_max_variables`` variables; off by default
 ============================  =================================================================
 
 A new heuristic arrives as a new module here (or a catalog entry in

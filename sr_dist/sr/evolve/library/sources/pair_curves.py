@@ -1,0 +1,49 @@
+"""Source: the classic curves of :mod:`.curves` taken of a product or a ratio of two variables.
+
+Many laws bend in a combination of variables rather than in one: a saturation ``tanh(k*u*v)``,
+an Arrhenius or Boltzmann factor ``exp(-k*u/v)``, a decay ``exp(-k*u*v)``, a logistic step in a
+ratio. The ``curves`` source writes each curve of one variable; this one writes each curve of
+:data:`~sr_dist.sr.evolve.library.sources.curves.CURVES` of ``u*v`` (each pair once) and of
+``u/v`` (each ordered pair), with an offset (``a*S(w) + b``), beside a linear term in another
+variable (``a*S(w) + b*x``) and times another variable (``a*x*S(w)``). As there, the outer
+constants enter linearly and the inner ones are the fit's restarts' to find.
+
+Off by default (``pair_curves`` in ``model.library.sources`` turns it on) and, when on, only for
+problems of at most ``library.pair_curve_max_variables`` variables (4): the source has
+``3*n*(n - 1)/2`` arguments, each with ``2n - 3`` forms of every curve, so 540 entries for 4
+variables and 4,158 for 7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations, permutations
+
+from sr_dist.formula import Node
+from sr_dist.sr.evolve.library.blocks import times_const
+from sr_dist.sr.evolve.library.sources.curves import CURVES
+from sr_dist.sr.evolve.tree import binary, const, var
+
+__all__ = ["pair_arguments", "pair_curve_seeds"]
+
+
+def pair_arguments(variables: Sequence[str]) -> list[tuple[Node, tuple[str, str]]]:
+    """Each product ``u*v`` (each pair once) and ratio ``u/v`` (each ordered pair), with the two
+    variables it uses."""
+    products = [(binary("mul", var(u), var(v)), (u, v)) for u, v in combinations(variables, 2)]
+    ratios = [(binary("div", var(u), var(v)), (u, v)) for u, v in permutations(variables, 2)]
+    return products + ratios
+
+
+def pair_curve_seeds(variables: Sequence[str]) -> list[Node]:
+    """Every curve of every pair's product and ratio: with an offset, beside a linear term in
+    each variable outside the pair, and times each such variable."""
+    out: list[Node] = []
+    for argument, pair in pair_arguments(variables):
+        others = [var(v) for v in variables if v not in pair]
+        for curve in CURVES.values():
+            shape = curve(argument)
+            out.append(binary("add", times_const(shape), const()))
+            out += [binary("add", times_const(shape), times_const(other)) for other in others]
+            out += [times_const(binary("mul", other, shape)) for other in others]
+    return out
