@@ -228,6 +228,30 @@ def _decimal(value: float, rel_tol: float) -> sympy.Rational | None:
     return None
 
 
+def _near_one_widely(ratio: sympy.Expr, tol: float, points: int = 12) -> bool:
+    """Whether ``ratio`` is within ``tol`` of 1 at points of (0.1, 10)^n where it is real and
+    finite (at least three): a cheap screen before ``simplify``, and wider than any sampling
+    range, so that an approximation that is good only on the data (a long formula at test NMSE
+    1e-13) fails it at once."""
+    import sympy
+
+    symbols = sorted(ratio.free_symbols, key=lambda x: x.name)
+    rng = np.random.default_rng(1)
+    seen = 0
+    for _ in range(points):
+        at = {x: sympy.Float(float(v)) for x, v in zip(symbols, rng.uniform(0.1, 10.0, len(symbols)), strict=True)}
+        try:
+            value = complex(ratio.xreplace(at).evalf())
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+            continue
+        if abs(value.imag) > 1e-12 or not math.isfinite(value.real):
+            continue
+        if abs(value.real - 1.0) > tol:
+            return False
+        seen += 1
+    return seen >= 3
+
+
 def _ratio_is_one(expanded: sympy.Expr, target: sympy.Expr, rel_tol: float) -> bool:
     """Whether ``expanded`` (fitted values in) over ``target`` is, with each float read as
     its decimal (:func:`_decimal`, where one is near), a number within
@@ -241,7 +265,10 @@ def _ratio_is_one(expanded: sympy.Expr, target: sympy.Expr, rel_tol: float) -> b
             closed = _decimal(float(atom), rel_tol)
             if closed is not None:
                 decimals[atom] = closed
-        ratio = sympy.simplify(expanded.xreplace(decimals) / target)
+        ratio = expanded.xreplace(decimals) / target
+        if not _near_one_widely(ratio, LOOSE_FACTOR * rel_tol):
+            return False
+        ratio = sympy.simplify(ratio)
         if ratio.free_symbols:
             return False
         value = complex(ratio.evalf())
