@@ -32,7 +32,7 @@ to a Parquet file in a temporary folder and runs sr-dist on ``parquet:<file>`` a
 default 30; the table is split 70/15/15 with seed 0 by sr-dist's data layer, and the ground
 truth is not in the file). It scores the answer sr-dist hands the user (the documented
 selection rule) with ``bench/scoring.py``: exact = symbolically equal after snapping constants,
-or, where sympy cannot decide in 8 s, NMSE < 1e-10 on 2,000 fresh points.
+or, where sympy cannot decide in 8 s, NMSE < 1e-20 on 2,000 fresh points.
 
 Usage (run where Ray may bind loopback, e.g. ``unshare --net sh -c 'ip link set lo up && ...'``):
     .venv/bin/python bench/synthetic.py --list --seed 1 --count 20       # the draws, no search

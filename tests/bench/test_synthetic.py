@@ -148,6 +148,11 @@ def test_judge_decides_symbolically_and_falls_back_to_fresh_points_when_sympy_ru
     timed = judge("c0*x0*x1 + c1", {"c0": 1.0, "c1": 0.5}, "x0*x1 + 1/2", names, test, fresh,
                   check_s=1e-6)
     assert timed.exact and "undecided" in timed.how and timed.fresh_nmse is not None
+    # Near on the test rows (NMSE about 1e-14) but not the law: the fresh points refuse it.
+    close = judge("c0*x0*x1 + c1 + c2*x0", {"c0": 1.0, "c1": 0.5, "c2": 1e-7}, "x0*x1 + 1/2", names,
+                  test, fresh, check_s=1e-6)
+    assert close.fresh_nmse is not None and close.fresh_nmse < 1e-10
+    assert not close.exact and "undecided" in close.how
     X = np.random.default_rng(1).uniform(1.0, 3.0, size=(300, 1))
     Xf = np.random.default_rng(2).uniform(-3.0, 3.0, size=(300, 1))  # abs(x0) differs here
     only_positive = judge("x0*abs(x0)", {}, "x0**2", ("x0",), (X, X[:, 0] ** 2),
