@@ -15,7 +15,7 @@ AI Feynman sampling ranges are positive), which lets sympy cancel ``sqrt(x**2)``
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -194,25 +194,30 @@ def _same(a: sympy.Expr, b: sympy.Expr) -> bool | None:
         return False
 
 
-def _apart_somewhere(a: sympy.Expr, b: sympy.Expr, points: int = 12) -> bool:
-    """Whether ``a`` and ``b`` differ clearly at some point of (0.1, 3)^n where both are real
-    and finite: what ``equals`` leaves undecided is then refuted. Points where either side is
-    complex (``v > c`` under ``sqrt(1 - v**2/c**2)``) say nothing and are skipped."""
+def _real_values(exprs: Sequence[sympy.Expr], low: float, high: float, points: int,
+                 seed: int) -> Iterator[tuple[float, ...]]:
+    """The values of ``exprs`` at ``points`` seeded random points of (low, high)^n, at those
+    where every one is real and finite (``sqrt(1 - v**2/c**2)`` is complex past ``v = c``:
+    such points say nothing and are skipped)."""
     import sympy
 
-    symbols = sorted(a.free_symbols | b.free_symbols, key=lambda x: x.name)
-    rng = np.random.default_rng(0)
+    symbols = sorted(set().union(*(e.free_symbols for e in exprs)), key=lambda x: x.name)
+    rng = np.random.default_rng(seed)
     for _ in range(points):
-        at = {x: sympy.Float(float(v)) for x, v in zip(symbols, rng.uniform(0.1, 3.0, len(symbols)), strict=True)}
+        at = {x: sympy.Float(float(v)) for x, v in zip(symbols, rng.uniform(low, high, len(symbols)), strict=True)}
         try:
-            va, vb = complex(a.xreplace(at).evalf()), complex(b.xreplace(at).evalf())
+            values = [complex(e.xreplace(at).evalf()) for e in exprs]
         except (TypeError, ValueError, ZeroDivisionError, OverflowError):
             continue
-        if abs(va.imag) > 1e-12 or abs(vb.imag) > 1e-12 or not (math.isfinite(va.real) and math.isfinite(vb.real)):
-            continue
-        if abs(va.real - vb.real) > 1e-6 * max(1.0, abs(va.real), abs(vb.real)):
-            return True
-    return False
+        if all(abs(v.imag) <= 1e-12 and math.isfinite(v.real) for v in values):
+            yield tuple(v.real for v in values)
+
+
+def _apart_somewhere(a: sympy.Expr, b: sympy.Expr, points: int = 12) -> bool:
+    """Whether ``a`` and ``b`` differ clearly at some point of (0.1, 3)^n where both are real
+    and finite: what ``equals`` leaves undecided is then refuted."""
+    return any(abs(va - vb) > 1e-6 * max(1.0, abs(va), abs(vb))
+               for va, vb in _real_values((a, b), 0.1, 3.0, points, seed=0))
 
 
 def _decimal(value: float, rel_tol: float) -> sympy.Rational | None:
@@ -233,23 +238,8 @@ def _near_one_widely(ratio: sympy.Expr, tol: float, points: int = 12) -> bool:
     finite (at least three): a cheap screen before ``simplify``, and wider than any sampling
     range, so that an approximation that is good only on the data (a long formula at test NMSE
     1e-13) fails it at once."""
-    import sympy
-
-    symbols = sorted(ratio.free_symbols, key=lambda x: x.name)
-    rng = np.random.default_rng(1)
-    seen = 0
-    for _ in range(points):
-        at = {x: sympy.Float(float(v)) for x, v in zip(symbols, rng.uniform(0.1, 10.0, len(symbols)), strict=True)}
-        try:
-            value = complex(ratio.xreplace(at).evalf())
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
-            continue
-        if abs(value.imag) > 1e-12 or not math.isfinite(value.real):
-            continue
-        if abs(value.real - 1.0) > tol:
-            return False
-        seen += 1
-    return seen >= 3
+    values = [v for (v,) in _real_values((ratio,), 0.1, 10.0, points, seed=1)]
+    return len(values) >= 3 and all(abs(v - 1.0) <= tol for v in values)
 
 
 def _ratio_is_one(expanded: sympy.Expr, target: sympy.Expr, rel_tol: float) -> bool:
