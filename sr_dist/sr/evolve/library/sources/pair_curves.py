@@ -4,8 +4,8 @@ Many laws bend in a combination of variables rather than in one: a saturation ``
 an Arrhenius or Boltzmann factor ``exp(-k*u/v)``, a decay ``exp(-k*u*v)``, a logistic step in a
 ratio. The ``curves`` source writes each curve of one variable; this one writes each curve of
 :data:`~sr_dist.sr.evolve.library.sources.curves.CURVES` of ``u*v`` (each pair once) and of
-``u/v`` (each ordered pair), with an offset (``a*S(w) + b``), beside a linear term in another
-variable (``a*S(w) + b*x``) and times another variable (``a*x*S(w)``). As there, the outer
+``u/v`` (each ordered pair), with an offset (``a*S(w) + b``), beside a linear term in a
+variable outside the pair (``a*S(w) + b*x``) and times one (``a*x*S(w)``). As there, the outer
 constants enter linearly and the inner ones are the fit's restarts' to find.
 
 Off by default (``pair_curves`` in ``model.library.sources`` turns it on) and, when on, only for
