@@ -37,7 +37,7 @@ from sr_dist.tools.types import ToolCall, ToolCallResult
 
 from .conftest import NAMES, TOOLS, info_for, step
 
-WITHOUT_CURVES = [s for s in DEFAULT_SOURCES if s != "curves"]
+WITHOUT_CURVES = [s for s in DEFAULT_SOURCES if s not in ("curves", "pair_curves")]
 
 
 def test_constant_values_follow_the_order_render_names_them() -> None:

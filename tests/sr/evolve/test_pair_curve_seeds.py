@@ -55,8 +55,8 @@ def exact_entries(X: np.ndarray, y: np.ndarray, config: LibraryConfig) -> int:
     return sum(1 for fit in evaluator.fit_many(ours) if fit.val_nmse is not None and fit.val_nmse < 1e-10)
 
 
-def test_the_source_is_off_by_default_and_names_its_seeds() -> None:
-    assert "pair_curves" not in DEFAULT_LIBRARY.sources
+def test_the_source_is_on_by_default_and_names_its_seeds() -> None:
+    assert "pair_curves" in DEFAULT_LIBRARY.sources
     X, y = draw_law(0)
     sample = Sample(X[:256], y[:256])
     base = LibraryConfig(sources=("power_law", "data_free", "curves"))

@@ -19,13 +19,12 @@ __all__ = ["DEFAULT_LIBRARY", "DEFAULT_SOURCES", "SOURCES", "LibraryConfig", "li
 #: The seed sources that run by default, by the names seeds carry (``Seed.source``; a source
 #: with sub-searches adds ``/sums``, ``/rational`` or ``/ratios``). ``curves``: classic curves
 #: with their constants inside their functions (:mod:`.sources.curves`), for problems of at
-#: most ``curve_max_variables`` variables.
+#: most ``curve_max_variables`` variables; ``pair_curves``: the same curves of a product or ratio
+#: of two variables (:mod:`.sources.pair_curves`), up to ``pair_curve_max_variables``.
 DEFAULT_SOURCES: tuple[str, ...] = ("transformed_sums", "decomposition", "power_law", "group_shapes",
-                                    "data_free", "pi_groups", "curves")
-#: Every seed source: the default ones and ``pair_curves`` (the curves of a product or ratio
-#: of two variables, :mod:`.sources.pair_curves`, for problems of at most
-#: ``pair_curve_max_variables`` variables), which is off by default.
-SOURCES: tuple[str, ...] = (*DEFAULT_SOURCES, "pair_curves")
+                                    "data_free", "pi_groups", "curves", "pair_curves")
+#: Every seed source.
+SOURCES: tuple[str, ...] = DEFAULT_SOURCES
 
 
 @dataclass(frozen=True)

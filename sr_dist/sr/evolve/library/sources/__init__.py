@@ -19,7 +19,7 @@ module                        what it proposes
                               to ``curve_max_variables`` variables
 ``pair_curves``               the same curves of a product or ratio of two variables
                               (``tanh(c*u*v)``, ``exp(-c*u/v)``), up to
-                              ``pair_curve_max_variables`` variables; off by default
+                              ``pair_curve_max_variables`` variables
 ============================  =================================================================
 
 A new heuristic arrives as a new module here (or a catalog entry in

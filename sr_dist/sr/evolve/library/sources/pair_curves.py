@@ -8,8 +8,8 @@ ratio. The ``curves`` source writes each curve of one variable; this one writes 
 variable outside the pair (``a*S(w) + b*x``) and times one (``a*x*S(w)``). As there, the outer
 constants enter linearly and the inner ones are the fit's restarts' to find.
 
-Off by default (``pair_curves`` in ``model.library.sources`` turns it on) and, when on, only for
-problems of at most ``library.pair_curve_max_variables`` variables (4): the source has
+On by default for problems of at most ``library.pair_curve_max_variables`` variables (4);
+leaving ``pair_curves`` out of ``model.library.sources`` turns it off. Why the cap: the source has
 ``3*n*(n - 1)/2`` arguments, each with ``2n - 3`` forms of every curve, so 540 entries for 4
 variables and 4,158 for 7.
 """
