@@ -90,3 +90,23 @@ def counted_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
 
     monkeypatch.setattr(evolve_model, "library_seeds", counting)
     return built
+
+
+def exact_library_entries(names: tuple[str, ...], X: np.ndarray, y: np.ndarray, config: Any,
+                          sources: tuple[str, ...]) -> int:
+    """How many library entries from ``sources`` fit ``y`` to validation NMSE below 1e-10 (8
+    restarts and ``data_starts``, the seed-source tests' evaluator)."""
+    import os
+
+    from sr_dist.data import dataset_from_arrays
+    from sr_dist.sr.evolve.library.assemble import library_seeds
+    from sr_dist.sr.evolve.library.sample import Sample
+    from sr_dist.sr.evolve.tree import render
+
+    seeds = library_seeds(names, Sample(X[:256], y[:256]), None, config)
+    ours = [render(s.tree) for s in seeds if s.source in sources]
+    assert ours
+    cache = os.environ.get("SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax"))
+    evaluator = Evaluator(dataset_from_arrays(X, y, list(names), seed=0), restarts=8,
+                          data_starts=True, compilation_cache_dir=cache)
+    return sum(1 for fit in evaluator.fit_many(ours) if fit.val_nmse is not None and fit.val_nmse < 1e-10)

@@ -4,19 +4,15 @@ entries that fit those laws exactly."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from sr_dist.data import dataset_from_arrays
-from sr_dist.evaluator import Evaluator
 from sr_dist.sr.evolve.library.assemble import library_seeds
 from sr_dist.sr.evolve.library.config import DEFAULT_LIBRARY, LibraryConfig
 from sr_dist.sr.evolve.library.sample import Sample
 from sr_dist.sr.evolve.library.sources.curves import CURVES, curve_seeds
-from sr_dist.sr.evolve.tree import render
 
-CACHE = os.environ.get("SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax"))
+from .conftest import exact_library_entries
+
 NAMES = ("x0", "x1")
 ROWS = 300
 
@@ -44,12 +40,7 @@ def draw_law(seed: int) -> tuple[np.ndarray, np.ndarray]:
 def exact_entries(X: np.ndarray, y: np.ndarray, config: LibraryConfig) -> int:
     """How many of the ``curves`` entries of the library fit the law to validation NMSE below
     1e-10."""
-    seeds = library_seeds(NAMES, Sample(X[:256], y[:256]), None, config)
-    ours = [render(s.tree) for s in seeds if s.source == "curves"]
-    assert ours
-    ds = dataset_from_arrays(X, y, list(NAMES), seed=0)
-    evaluator = Evaluator(ds, restarts=8, data_starts=True, compilation_cache_dir=CACHE)
-    return sum(1 for fit in evaluator.fit_many(ours) if fit.val_nmse is not None and fit.val_nmse < 1e-10)
+    return exact_library_entries(NAMES, X, y, config, ("curves",))
 
 
 def test_the_source_is_on_by_default_and_names_its_seeds() -> None:
