@@ -93,9 +93,10 @@ def counted_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
 
 
 def exact_library_entries(names: tuple[str, ...], X: np.ndarray, y: np.ndarray, config: Any,
-                          sources: tuple[str, ...]) -> int:
+                          sources: tuple[str, ...], besides: Any = None) -> int:
     """How many library entries from ``sources`` fit ``y`` to validation NMSE below 1e-10 (8
-    restarts and ``data_starts``, the seed-source tests' evaluator)."""
+    restarts and ``data_starts``, the seed-source tests' evaluator); with ``besides`` (another
+    config), only the entries that one's library lacks."""
     import os
 
     from sr_dist.data import dataset_from_arrays
@@ -103,8 +104,14 @@ def exact_library_entries(names: tuple[str, ...], X: np.ndarray, y: np.ndarray, 
     from sr_dist.sr.evolve.library.sample import Sample
     from sr_dist.sr.evolve.tree import render
 
-    seeds = library_seeds(names, Sample(X[:256], y[:256]), None, config)
-    ours = [render(s.tree) for s in seeds if s.source in sources]
+    def entries(c: Any) -> list[str]:
+        return [render(s.tree) for s in library_seeds(names, Sample(X[:256], y[:256]), None, c)
+                if s.source in sources]
+
+    ours = entries(config)
+    if besides is not None:
+        theirs = set(entries(besides))
+        ours = [e for e in ours if e not in theirs]
     assert ours
     cache = os.environ.get("SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax"))
     evaluator = Evaluator(dataset_from_arrays(X, y, list(names), seed=0), restarts=8,

@@ -70,7 +70,7 @@ def test_wide_problems_get_no_curves() -> None:
     at the limit it adds every curve in every variable."""
     names = tuple(f"x{i}" for i in range(4))
     at_limit = LibraryConfig(sources=("data_free", "curves"), curve_max_variables=4)
-    assert [s.tree for s in library_seeds(names, None, None, at_limit) if s.source == "curves"] == curve_seeds(names)
+    assert [s.tree for s in library_seeds(names, None, None, at_limit) if s.source == "curves"] == curve_seeds(names, linear_model=True)
     below = LibraryConfig(sources=("data_free", "curves"), curve_max_variables=3)
     without = LibraryConfig(sources=("data_free",))
     assert library_seeds(names, None, None, below) == library_seeds(names, None, None, without)

@@ -93,9 +93,10 @@ def plain_library(variables: Sequence[str], sample: Sample | None, sparse: bool 
     elif sums and sample is not None:
         exact, loose = transformed_sum_seeds(sample, variables, [], config)
     free = seeds_from(data_free_seeds(variables), "data_free") if config.runs("data_free") else []
-    curves = (seeds_from(curve_seeds(variables), "curves")
+    linear_model = len(variables) <= config.curve_linear_max_variables
+    curves = (seeds_from(curve_seeds(variables, linear_model), "curves")
               if config.runs("curves") and len(variables) <= config.curve_max_variables else [])
-    pairs = (seeds_from(pair_curve_seeds(variables), "pair_curves")
+    pairs = (seeds_from(pair_curve_seeds(variables, linear_model), "pair_curves")
              if config.runs("pair_curves") and len(variables) <= config.pair_curve_max_variables else [])
     return exact, interleave([monomials, one_var, curves, pairs, groups, loose, two_var, free])
 

@@ -70,6 +70,10 @@ class LibraryConfig:
     #: ``3*n*(n - 1)/2`` products and ratios each take ``2n - 3`` forms of every curve, 540
     #: entries for 4 variables and 4,158 for 7.
     pair_curve_max_variables: int = 4
+    #: Widest problem whose curves and pair curves also stand beside a linear model of every
+    #: variable outside them (``a*S(u) + b*v + c*w``; the curves also ``a*v*S(u) + c*w``): 96
+    #: more ``curves`` entries and 108 more ``pair_curves`` entries at 4 variables.
+    curve_linear_max_variables: int = 4
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.sources if s not in SOURCES]
