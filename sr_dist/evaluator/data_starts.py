@@ -11,7 +11,14 @@ Random log-uniform restarts rarely land close enough. The data say where to star
   (without that, a linear term in another variable drowns the oscillation), strongest first,
   where a peak explains at least :data:`MIN_POWER` of that residual's variance;
 * **shifts**: ``var ± const`` inside a function or a power (a Gaussian's or a logistic
-  curve's midpoint) starts at quantiles of that variable, so the centre lies inside the data.
+  curve's midpoint) starts at quantiles of that variable, so the centre lies inside the data;
+* **rates**: a constant that scales a product of variables, ratios, shifted variables and
+  powers of them inside a function other than ``sin``/``cos`` (a decay's rate, a logistic
+  curve's slope, a saturation's scale, a Gaussian's width) starts at ``+1/m`` and ``-1/m``,
+  ``m`` the argument's typical size from the variables' median magnitudes (and a shifted
+  variable's half interquartile range), so the function neither saturates nor stays linear
+  across the data. A random start for ``tanh(k*u*v)`` with ``u*v`` in the tens is flat
+  everywhere, and LM does not leave it.
 
 Restart 0 keeps its all-ones start, the last restart (of three or more) keeps its random one
 (a marginal periodogram says nothing about a product of oscillations in two variables, which
@@ -23,7 +30,7 @@ round-robin). Everything here is a plain function of the tree and the hints.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -50,10 +57,12 @@ _FUNCTIONS = frozenset({"sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh
 
 @dataclass(frozen=True)
 class DataHints:
-    """Per variable: angular frequencies (strongest periodogram peak first) and quantiles."""
+    """Per variable: angular frequencies (strongest periodogram peak first), quantiles
+    (:data:`QUANTILES`) and median magnitude."""
 
     frequencies: Mapping[str, tuple[float, ...]]
     quantiles: Mapping[str, tuple[float, ...]]
+    magnitudes: Mapping[str, float] = field(default_factory=dict)
 
 
 def periodogram_peaks(x: np.ndarray, y: np.ndarray, peaks: int = PEAKS) -> tuple[float, ...]:
@@ -96,12 +105,15 @@ def data_hints(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> DataHints:
         ys = ys - design @ np.linalg.lstsq(design, ys, rcond=None)[0]
     frequencies: dict[str, tuple[float, ...]] = {}
     quantiles: dict[str, tuple[float, ...]] = {}
+    magnitudes: dict[str, float] = {}
     for j, name in enumerate(names):
         column = Xs[:, j]
         frequencies[name] = periodogram_peaks(column, ys)
         finite = column[np.isfinite(column)]
         quantiles[name] = tuple(float(q) for q in np.quantile(finite, QUANTILES)) if finite.size else ()
-    return DataHints(frequencies, quantiles)
+        if finite.size:
+            magnitudes[name] = float(np.median(np.abs(finite)))
+    return DataHints(frequencies, quantiles, magnitudes)
 
 
 def _pair(node: Node, first: str, second: str) -> tuple[Node, Node] | None:
@@ -114,6 +126,82 @@ def _pair(node: Node, first: str, second: str) -> tuple[Node, Node] | None:
     if a.op == second and b.op == first:
         return b, a
     return None
+
+
+def _size(node: Node, hints: DataHints) -> float | None:
+    """The typical size of a constant-free argument: a variable's median magnitude, a shifted
+    variable's half interquartile range, and products, ratios and number powers of those; None
+    for anything else (or a zero size)."""
+    if node.op == "var":
+        m = hints.magnitudes.get(str(node.name))
+        return m if m else None
+    if node.op in ("add", "sub") and _pair(node, "const", "var") is not None:
+        q = hints.quantiles.get(str(_pair(node, "const", "var")[1].name), ())  # type: ignore[index]
+        return (q[2] - q[1]) / 2.0 if len(q) == 3 and q[2] > q[1] else None
+    if node.op == "neg":
+        return _size(node.args[0], hints)
+    if node.op == "pow" and node.args[1].op == "num":
+        base = _size(node.args[0], hints)
+        return None if base is None else base ** abs(float(node.args[1].value or 0.0)) or None
+    if node.op in ("mul", "div"):
+        a, b = (_size(arg, hints) for arg in node.args)
+        if a is None or b is None:
+            return None
+        return a * b if node.op == "mul" else a / b
+    return None
+
+
+def _chain(node: Node, inverted: bool, out: list[tuple[Node, bool]]) -> None:
+    """The factors of a chain of products, quotients and negations, each with whether it
+    divides."""
+    if node.op == "neg":
+        _chain(node.args[0], inverted, out)
+    elif node.op == "mul":
+        for arg in node.args:
+            _chain(arg, inverted, out)
+    elif node.op == "div":
+        _chain(node.args[0], inverted, out)
+        _chain(node.args[1], not inverted, out)
+    else:
+        out.append((node, inverted))
+
+
+def _rate(node: Node, hints: DataHints) -> tuple[str, float] | None:
+    """``(constant, size)`` when the chain ``node`` is one constant (multiplying) times or over
+    arguments that all have a typical size (:func:`_size`), ``size`` their product."""
+    factors: list[tuple[Node, bool]] = []
+    _chain(node, False, factors)
+    constants = [(f, inv) for f, inv in factors if f.op == "const"]
+    if len(constants) != 1 or constants[0][1] or len(factors) < 2:
+        return None
+    size = 1.0
+    for f, inv in factors:
+        if f.op == "const":
+            continue
+        m = _size(f, hints)
+        if m is None:
+            return None
+        size = size / m if inv else size * m
+    return (str(constants[0][0].name), size) if np.isfinite(size) and size > 0 else None
+
+
+def _rates(tree: Node, hints: DataHints) -> dict[str, float]:
+    """Constants that scale an argument inside a function other than ``sin``/``cos`` (name ->
+    the argument's typical size)."""
+    found: dict[str, float] = {}
+    stack: list[tuple[Node, bool, bool, bool]] = [(tree, False, False, False)]
+    while stack:  # (node, in sin/cos, in a function, the parent is a product or quotient)
+        node, periodic, inside, in_chain = stack.pop()
+        chain = node.op in ("mul", "div") or (node.op == "neg" and in_chain)
+        if node.op in ("mul", "div", "neg") and inside and not periodic and not in_chain:
+            hit = _rate(node, hints)
+            if hit is not None:
+                found.setdefault(*hit)
+        child_periodic = periodic or node.op in ("sin", "cos")
+        child_inside = inside or node.op in _FUNCTIONS
+        for child in node.args:
+            stack.append((child, child_periodic, child_inside, chain))
+    return found
 
 
 def _patterns(tree: Node) -> tuple[dict[str, str], dict[str, tuple[str, float]]]:
@@ -145,7 +233,8 @@ def _patterns(tree: Node) -> tuple[dict[str, str], dict[str, tuple[str, float]]]
 def hinted_restarts(tree: Node, constants: Sequence[str], restarts: np.ndarray,
                     hints: DataHints) -> np.ndarray:
     """``restarts`` (restarts x constants, columns in ``constants``' order) with data-driven
-    values for the frequency and shift constants of ``tree`` in rows 1 .. R-2 (row 1 of two);
+    values for the frequency, shift and rate constants of ``tree`` in rows 1 .. R-2 (row 1 of
+    two; rates alternate ``+1/m``, ``-1/m``);
     a copy, or ``restarts`` itself when nothing matches."""
     if restarts.shape[0] < 2 or not constants:
         return restarts
@@ -165,4 +254,9 @@ def hinted_restarts(tree: Node, constants: Sequence[str], restarts: np.ndarray,
             out = out.copy() if out is restarts else out
             for r in rows:
                 out[r, column[name]] = sign * values[(r - 1) % len(values)]
+    for name, size in _rates(tree, hints).items() if hints.magnitudes else ():
+        if name in column and name not in frequency and name not in shift:
+            out = out.copy() if out is restarts else out
+            for r in rows:
+                out[r, column[name]] = (1.0 if r % 2 else -1.0) / size
     return out
