@@ -32,6 +32,7 @@ from sr_dist.candidate import RANK_METRICS
 from sr_dist.evaluator.data_starts import DataHints, data_hints, hinted_restarts
 from sr_dist.evaluator.losses import QUADRATIC_LOSSES, LossSpec, resolve_loss
 from sr_dist.evaluator.metrics import check_metrics, extra_metrics
+from sr_dist.evaluator.phases import wrap_phases
 from sr_dist.evaluator.prepared import PreparedFormula
 from sr_dist.evaluator.program import (
     LoweringError,
@@ -196,9 +197,10 @@ class EvaluatorOptions:
     #: rows, and near-exact fits are still refined on all training rows (``refine_float64``).
     local_subsample: int = 256
     #: Restarts 1, 2, ... start a frequency inside ``sin``/``cos`` at the target's periodogram
-    #: peaks along its variable and a shift inside a function at the variable's quantiles
-    #: (data_starts.py); restart 0 and every other constant are unchanged.
-    data_starts: bool = False
+    #: peaks along its variable, a shift inside a function at the variable's quantiles and a
+    #: rate inside one at the inverse of its argument's typical size (data_starts.py); restart
+    #: 0, the last restart (of three or more) and every other constant are unchanged.
+    data_starts: bool = True
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
@@ -786,6 +788,7 @@ class Evaluator:
                                      bucket, start, f)
 
         fresh = self._run_jobs(list(jobs.values()))
+        self._wrap_phases(fresh, jobs)
         self._refine(fresh, {f.canonical: f for f in parsed if f is not None and f.canonical in jobs})
         if self.options.metrics:
             self._add_extra_metrics(jobs, fresh)
@@ -816,6 +819,19 @@ class Evaluator:
             served.add(f.canonical)
             results[i] = self._result(f, found, cached)
         return [r for r in results if r is not None]
+
+    def _wrap_phases(self, fresh: dict[str, _Entry], jobs: Mapping[str, _Job]) -> None:
+        """Move fitted phases by whole turns into [-pi, pi] (phases.py); the metrics stand (the
+        values are the same up to rounding, and a near-exact fit is refined from here)."""
+        for canon, entry in fresh.items():
+            job = jobs.get(canon)
+            if entry.status != "ok" or job is None or job.formula is None \
+                    or ("sin" not in canon and "cos" not in canon):
+                continue
+            wrapped = wrap_phases(job.formula.canonical_tree, [f"c{j}" for j in range(job.k)],
+                                  entry.constants)
+            if wrapped is not None:
+                fresh[canon] = entry._replace(constants=wrapped)
 
     def _refine(self, fresh: dict[str, _Entry],
                 formulas: Mapping[str, Formula | PreparedFormula]) -> None:

@@ -91,8 +91,8 @@ def test_hit_count_over_a_generated_family_of_oscillations_and_bumps() -> None:
 
 
 def test_the_option_is_part_of_the_fit_key() -> None:
-    assert EvaluatorOptions().data_starts is False
-    assert EvaluatorOptions(data_starts=True).fit_key() != EvaluatorOptions().fit_key()
+    assert EvaluatorOptions().data_starts is True
+    assert EvaluatorOptions(data_starts=False).fit_key() != EvaluatorOptions().fit_key()
 
 
 def _rate_law(shape: int, rng: np.random.Generator) -> tuple[str, np.ndarray, np.ndarray]:
