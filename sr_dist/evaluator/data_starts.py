@@ -130,19 +130,19 @@ def _pair(node: Node, first: str, second: str) -> tuple[Node, Node] | None:
 
 def _size(node: Node, hints: DataHints) -> float | None:
     """The typical size of a constant-free argument: a variable's median magnitude, a shifted
-    variable's half interquartile range, and products, ratios and number powers of those; None
-    for anything else (or a zero size)."""
+    variable's half interquartile range, and products, quotients and number powers of those;
+    None for anything else (or a zero size)."""
     if node.op == "var":
-        m = hints.magnitudes.get(str(node.name))
-        return m if m else None
-    if node.op in ("add", "sub") and _pair(node, "const", "var") is not None:
-        q = hints.quantiles.get(str(_pair(node, "const", "var")[1].name), ())  # type: ignore[index]
+        return hints.magnitudes.get(str(node.name)) or None
+    shifted = _pair(node, "const", "var") if node.op in ("add", "sub") else None
+    if shifted is not None:
+        q = hints.quantiles.get(str(shifted[1].name), ())
         return (q[2] - q[1]) / 2.0 if len(q) == 3 and q[2] > q[1] else None
     if node.op == "neg":
         return _size(node.args[0], hints)
     if node.op == "pow" and node.args[1].op == "num":
         base = _size(node.args[0], hints)
-        return None if base is None else base ** abs(float(node.args[1].value or 0.0)) or None
+        return None if base is None else base ** float(node.args[1].value or 0.0) or None
     if node.op in ("mul", "div"):
         a, b = (_size(arg, hints) for arg in node.args)
         if a is None or b is None:
