@@ -92,6 +92,19 @@ def counted_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     return built
 
 
+def user_curve(which: int, z: np.ndarray, s: float) -> np.ndarray:
+    """One of five curves of ``z`` with scale ``s``, written as a user would (not as the library
+    writes them): a saturation, a decay, a logistic step at the median, a sinusoid, a rise. The
+    generated families of the curve sources' tests draw from these."""
+    mid = float(np.median(z))
+    shapes = (lambda: np.tanh(s * z),
+              lambda: np.exp(-s * z),
+              lambda: 1.0 / (1.0 + np.exp(3.0 * s * (mid - z))),
+              lambda: np.sin(2.0 * s * z + 0.7),
+              lambda: 1.0 - np.exp(-2.0 * s * z))
+    return shapes[which % len(shapes)]()
+
+
 def exact_library_entries(names: tuple[str, ...], X: np.ndarray, y: np.ndarray, config: Any,
                           sources: tuple[str, ...], besides: Any = None) -> int:
     """How many library entries from ``sources`` fit ``y`` to validation NMSE below 1e-10 (8

@@ -13,7 +13,7 @@ from sr_dist.sr.evolve.library.sources.curves import CURVES, beside_linear_model
 from sr_dist.sr.evolve.library.sources.pair_curves import pair_arguments, pair_curve_seeds
 from sr_dist.sr.evolve.tree import var
 
-from .conftest import exact_library_entries
+from .conftest import exact_library_entries, user_curve
 
 ROWS = 300
 FORMS = ("two terms", "times one, plus a term", "pair, two terms")
@@ -37,12 +37,7 @@ def draw_law(seed: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, str]:
         rest = cols[2:]
     else:
         z, s, rest = cols[0], rng.uniform(0.6, 1.5), cols[1:]
-    mid = float(np.median(z))
-    shape = [lambda: np.tanh(s * z),
-             lambda: np.exp(-s * z),
-             lambda: 1.0 / (1.0 + np.exp(3.0 * s * (mid - z))),
-             lambda: np.sin(2.0 * s * z + 0.7),
-             lambda: 1.0 - np.exp(-2.0 * s * z)][(seed // 3) % 5]()
+    shape = user_curve((seed // 3) % 5, z, s)
     a, b, c = rng.uniform(0.5, 3.0, 3) * rng.choice([-1.0, 1.0], 3)
     if form == "times one, plus a term":
         y = a * rest[0] * shape + c * rest[1]

@@ -12,7 +12,7 @@ from sr_dist.sr.evolve.library.sample import Sample
 from sr_dist.sr.evolve.library.sources.curves import CURVES
 from sr_dist.sr.evolve.library.sources.pair_curves import pair_arguments, pair_curve_seeds
 
-from .conftest import exact_library_entries
+from .conftest import exact_library_entries, user_curve
 
 NAMES = ("x0", "x1", "x2")
 ROWS = 300
@@ -30,12 +30,7 @@ def draw_law(seed: int) -> tuple[np.ndarray, np.ndarray]:
     z = u * v if product else u / v
     a, b = rng.uniform(0.5, 3.0, 2) * rng.choice([-1.0, 1.0], 2)
     s = rng.uniform(0.3, 0.8) if product else rng.uniform(0.8, 2.0)  # z spans about 0.25-9 or 0.17-6
-    mid = float(np.median(z))
-    shape = [lambda: np.tanh(s * z),
-             lambda: np.exp(-s * z),
-             lambda: 1.0 / (1.0 + np.exp(3.0 * s * (mid - z))),
-             lambda: np.sin(2.0 * s * z + 0.7),
-             lambda: 1.0 - np.exp(-2.0 * s * z)][(seed // 2) % 5]()
+    shape = user_curve((seed // 2) % 5, z, s)
     y = [a * shape + b * w, a * w * shape, a * shape + b][(seed // 10) % 3]
     return X, y
 
