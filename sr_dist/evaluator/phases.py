@@ -15,21 +15,11 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from sr_dist.formula import Node
+from sr_dist.formula import Node, iter_nodes
 
 __all__ = ["phase_constants", "wrap_phases"]
 
 _PERIODIC = frozenset({"sin", "cos"})
-
-
-def _walk(node: Node) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(n.args)
-    return out
 
 
 def _terms(node: Node) -> list[Node]:
@@ -44,7 +34,7 @@ def _terms(node: Node) -> list[Node]:
 def phase_constants(tree: Node) -> frozenset[str]:
     """Names of the constants that are a term of the argument of ``sin``/``cos`` and occur
     once in ``tree``."""
-    nodes = _walk(tree)
+    nodes = list(iter_nodes(tree))
     uses = Counter(str(n.name) for n in nodes if n.op == "const")
     found = {str(t.name) for n in nodes if n.op in _PERIODIC for t in _terms(n.args[0])
              if t.op == "const"}
