@@ -149,7 +149,7 @@ class EvaluatorOptions:
     #: A multi-start fit runs on at most this many training rows (a fixed seeded subset), then
     #: ``polish_iters`` LM passes on all of them. Its cost is proportional to the rows; 512
     #: fitted as exactly as 4096 on the fit-quality skeletons and gave 1.3 times the distinct
-    #: candidates a second at 1,000 rows, 2.5 times at 10,000 (issue 32, docs/evaluator.md).
+    #: candidates a second at 1,000 rows (2.5 times at 10,000 with 1,024; docs/evaluator.md).
     subsample: int = 512
     chunk_rows: int = 1024
     dtype: str = "float32"
