@@ -147,10 +147,11 @@ class EvaluatorOptions:
     max_iters: int = 40
     polish_iters: int = 4
     #: A multi-start fit runs on at most this many training rows (a fixed seeded subset), then
-    #: ``polish_iters`` LM passes on all of them. Its cost is proportional to the rows; 512
-    #: fitted as exactly as 4096 on the fit-quality skeletons and gave 1.3 times the distinct
-    #: candidates a second at 1,000 rows (2.5 times at 10,000 with 1,024; docs/evaluator.md).
-    subsample: int = 512
+    #: ``polish_iters`` LM passes on all of them; its cost is proportional to the rows. 512
+    #: fitted as exactly on the fit-quality skeletons and gave 1.3 times the distinct
+    #: candidates a second at 1,000 rows (docs/evaluator.md, "Large n"), but is not the default
+    #: yet: the node-loss test hung with it in 3 of 5 runs (issue 32's note).
+    subsample: int = 4096
     chunk_rows: int = 1024
     dtype: str = "float32"
     device: str = "cpu"
