@@ -15,6 +15,7 @@ sympy form, LaTeX, numpy evaluation) walks that AST iteratively.
 - :mod:`.units`: :class:`Unit` (exponent vectors over m, s, kg, K, V, A, cd, mol) and
   :class:`DatasetUnits`; :mod:`.dimensions`: :func:`check_dimensions`.
 - :mod:`.simplify`: :func:`simplify_formula`, the readable form of a fitted formula.
+- :mod:`.deadline`: :func:`call_within`, a hard deadline for sympy work in any thread.
 - :mod:`.postfix`: a tree as flat postfix code (cheap to pickle, rebuilt without parsing);
   :mod:`.memo`: the process-wide parse memo (``parse_cached``).
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from .canonical import Canonical, canonicalize
 from .core import Formula, parse_formula
+from .deadline import DeadlineExceeded, call_within
 from .dimensions import DimensionCheck, check_dimensions
 from .errors import FormulaError
 from .nodes import (
@@ -57,6 +59,7 @@ __all__ = [
     "NAMED_NUMBERS",
     "UNARY_OPS",
     "Canonical",
+    "DeadlineExceeded",
     "DatasetUnits",
     "DimensionCheck",
     "Formula",
@@ -66,6 +69,7 @@ __all__ = [
     "Unit",
     "UnitError",
     "check_dimensions",
+    "call_within",
     "canonicalize",
     "evaluate_numpy",
     "fold_tree",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
+import sr_dist.search.report as report
 from sr_dist.candidate import Candidate
 from sr_dist.search.report import best_candidate, parsimony_lines, pool_lines
 
@@ -43,6 +48,31 @@ def test_the_best_candidate_is_checked_against_the_ground_truth_only_when_nearly
     assert best_candidate(wrong, _Problem()).recovered is False  # type: ignore[union-attr]
     assert best_candidate(FRONT[1], _Problem()).recovered is False  # type: ignore[union-attr]
     assert best_candidate(None, _Problem()) is None
+
+
+class _Interference:
+    feature_names = ("Int_0", "theta", "n")
+    ground_truth = "Int_0*sin(n*theta/2)**2/sin(theta/2)**2"
+
+
+def test_a_ground_truth_check_that_runs_out_of_time_says_not_checked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The law plus a junk term of about 1e-244 (found by a run, fitted to NMSE 4e-31): sympy's
+    simplify ran for minutes on it, and the run's wrap-up never ended."""
+    monkeypatch.setattr(report, "RECOVERY_CHECK_S", 1.0)
+    row = {**_row("r:0:9:0", "(Int_0*(exp(sin(cos(theta)) + c0) + c1) + c2*sin(theta*n + c3)"
+                  " + c4)*Int_0/(c5*cos(theta) + c6)", 30, 4e-31),
+           "constants": '{"c0": -561.1590576171875, "c1": 1.3997543240262246e-16, '
+                        '"c2": 13.385328787878397, "c3": 1.5707963267948966, '
+                        '"c4": -13.385328787878397, "c5": 13.385328787878397, '
+                        '"c6": -13.385328787878397}'}
+    start = time.monotonic()
+    assert best_candidate(row, _Interference()).recovered is None  # type: ignore[union-attr]
+    assert time.monotonic() - start < 30  # one second of sympy, then its unwinding
+    # The same law without the junk term is decided, and proved, inside the deadline.
+    clean = {**_row("r:0:9:1", "Int_0*(c0*cos(n*theta) + c1)/(c2*cos(theta) + c3)", 14, 1e-30),
+             "constants": '{"c0": -1.0, "c1": 1.0, "c2": -1.0, "c3": 1.0}'}
+    assert best_candidate(clean, _Interference()).recovered is True  # type: ignore[union-attr]
 
 
 def _pool_stats(replicas: int, held: int = 0) -> dict[str, object]:

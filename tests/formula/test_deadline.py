@@ -1,0 +1,75 @@
+"""``call_within``: pure-Python work stopped at its deadline, in the main thread and in others."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from sr_dist.formula import call_within
+
+
+def _step(k: int) -> int:
+    return k + 1
+
+
+def _spin(calls: int) -> int:
+    """Pure-Python work that makes a function call per step (as sympy's rewrites do)."""
+    k = 0
+    while k < calls:
+        k = _step(k)
+    return k
+
+
+def test_work_that_finishes_returns_its_value() -> None:
+    assert call_within(10.0, _spin, 1000) == (True, 1000)
+    assert call_within(10.0, lambda a, *, b: a + b, 2, b=3) == (True, 5)
+
+
+def test_work_past_its_deadline_is_stopped_in_the_main_thread() -> None:
+    start = time.monotonic()
+    assert call_within(0.2, _spin, 10**12) == (False, None)
+    assert time.monotonic() - start < 20  # stopped, not run to its end (hours)
+
+
+def test_work_past_its_deadline_is_stopped_in_another_thread() -> None:
+    """A signal would not reach this thread; the work must still stop, not burn a core."""
+    seen: list[tuple[bool, Any]] = []
+    worker = threading.Thread(target=lambda: seen.append(call_within(0.2, _spin, 10**12)))
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive()
+    assert seen == [(False, None)]
+
+
+def test_errors_of_the_work_propagate_and_the_trace_is_restored() -> None:
+    def fail() -> None:
+        raise ValueError("bad formula")
+
+    before = sys.gettrace()
+    with pytest.raises(ValueError, match="bad formula"):
+        call_within(10.0, fail)
+    assert sys.gettrace() is before
+    call_within(0.0, _spin, 10**12)
+    assert sys.gettrace() is before
+
+
+def test_a_trace_function_already_set_keeps_seeing_calls_and_is_restored() -> None:
+    """A debugger's or coverage's tracer must survive a deadline call."""
+    events: list[str] = []
+    before = sys.gettrace()
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if frame.f_code is _step.__code__:
+            events.append(event)
+
+    sys.settrace(tracer)
+    try:
+        assert call_within(10.0, _spin, 3) == (True, 3)
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(before)
+    assert events == ["call"] * 3
