@@ -315,7 +315,8 @@ def test_ray_job_stop_interrupts_the_run(cluster: Cluster, tmp_path: Path) -> No
 
 
 DRIVER = """
-import json, sys
+import faulthandler, json, signal, sys
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's look inside a hang
 from hydra import compose, initialize_config_module
 from sr_dist.search import run_search
 with initialize_config_module("sr_dist.conf", version_base="1.3"):
@@ -383,6 +384,25 @@ def _placed_on_worker(cluster: Cluster, driver: subprocess.Popen[str],
     return True, ""
 
 
+#: The run's budget (60 s) plus its stop grace (120 s) and room for wrap-up; below pytest's
+#: 300-s timeout so that a hang fails with the driver's output and thread stacks.
+DRIVER_END_S = 230
+
+
+def _communicate_or_dump(driver: subprocess.Popen[str]) -> tuple[str, str]:
+    """The driver's output once it ends, or a failure with its threads' stacks (SIGUSR1 makes
+    it print them) and its output when it has not ended in ``DRIVER_END_S``."""
+    try:
+        return driver.communicate(timeout=DRIVER_END_S)
+    except subprocess.TimeoutExpired:
+        driver.send_signal(signal.SIGUSR1)
+        time.sleep(3)
+        driver.kill()
+        stdout, stderr = driver.communicate()
+        pytest.fail(f"the driver did not end {DRIVER_END_S} s after the node loss\n"
+                    f"stdout:\n{stdout[-6000:]}\nstderr:\n{stderr[-20000:]}")
+
+
 def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path) -> None:
     """Runs last: it kills the module's worker node."""
     misses: list[str] = []
@@ -396,7 +416,7 @@ def test_a_lost_worker_node_loses_no_candidate(cluster: Cluster, tmp_path: Path)
                 misses.append(why)
                 continue
             assert _kill_tree(cluster.worker) > 2  # the raylet, its workers, its agents
-            stdout, stderr = driver.communicate(timeout=300)
+            stdout, stderr = _communicate_or_dump(driver)
             break
         finally:
             if driver.poll() is None:
