@@ -148,10 +148,9 @@ class EvaluatorOptions:
     polish_iters: int = 4
     #: A multi-start fit runs on at most this many training rows (a fixed seeded subset), then
     #: ``polish_iters`` LM passes on all of them; its cost is proportional to the rows. 512
-    #: fitted as exactly on the fit-quality skeletons and gave 1.3 times the distinct
-    #: candidates a second at 1,000 rows (docs/evaluator.md, "Large n"), but is not the default
-    #: yet: the node-loss test hung with it in 3 of 5 runs (issue 32's note).
-    subsample: int = 4096
+    #: fitted as exactly as 4096 on the fit-quality skeletons and gave 1.3 times the distinct
+    #: candidates a second at 1,000 rows (docs/evaluator.md, "Large n").
+    subsample: int = 512
     chunk_rows: int = 1024
     dtype: str = "float32"
     device: str = "cpu"
