@@ -9,7 +9,12 @@ Random log-uniform restarts rarely land close enough. The data say where to star
   Lomb-Scargle periodogram (Lomb 1976, Scargle 1982; scipy's ``lombscargle``, for unevenly spaced
   samples) along that variable of the target less its least-squares plane in all variables
   (without that, a linear term in another variable drowns the oscillation), strongest first,
-  where a peak explains at least :data:`MIN_POWER` of that residual's variance;
+  where a peak explains at least :data:`MIN_POWER` of that residual's variance; where that
+  periodogram has no such peak, or only ones far weaker than the squared residual's, at half
+  the peaks of the periodogram of the squared residual (:func:`frequency_hints`,
+  :func:`product_frequencies`): a product of oscillations in two variables,
+  ``sin(f*u)*g(v)``, has no marginal peak along ``u`` (``g`` averages out), but its square is
+  ``(1 - cos(2*f*u))*g(v)**2/2``, whose peak along ``u`` is at ``2*f``;
 * **shifts**: ``var ± const`` inside a function or a power (a Gaussian's or a logistic
   curve's midpoint) starts at quantiles of that variable, so the centre lies inside the data;
 * **rates**: a constant that scales a product of variables, ratios, shifted variables and
@@ -21,8 +26,7 @@ Random log-uniform restarts rarely land close enough. The data say where to star
   everywhere, and LM does not leave it.
 
 Restart 0 keeps its all-ones start, the last restart (of three or more) keeps its random one
-(a marginal periodogram says nothing about a product of oscillations in two variables, which
-random starts sometimes do fit), and the other constants keep their random values; only the
+(a frequency read from the squared residual is less sure than a marginal one), and the other constants keep their random values; only the
 constants that match a pattern get data-driven values, in restarts 1, 2, ... (one hint each,
 round-robin). Everything here is a plain function of the tree and the hints.
 """
@@ -36,7 +40,8 @@ import numpy as np
 
 from sr_dist.formula import Node
 
-__all__ = ["DataHints", "data_hints", "hinted_restarts", "periodogram_peaks"]
+__all__ = ["PRODUCT_POWER_RATIO", "DataHints", "data_hints", "frequency_hints", "hinted_restarts",
+           "periodogram", "periodogram_peaks", "product_frequencies"]
 
 #: Rows the periodogram reads (a deterministic, evenly strided subset of the training rows).
 MAX_ROWS = 2048
@@ -47,8 +52,11 @@ MAX_PERIODS = 40.0
 PEAKS = 3
 #: Share of the residual's variance a peak must explain (normalised Lomb-Scargle power) to be
 #: used: pure noise peaks near ln(GRID)/rows (0.3% at 2,048 rows); a product of oscillations
-#: in two variables has no marginal peak at all, and its constants keep their random starts.
+#: in two variables has no marginal peak at all (:func:`product_frequencies` reads those).
 MIN_POWER = 0.05
+#: How many times the marginal periodogram's strongest power the squared residual's strongest
+#: peak must have for its halved frequencies to be used (:func:`frequency_hints`).
+PRODUCT_POWER_RATIO = 3.0
 #: Quantiles of a variable that shifted arguments start from.
 QUANTILES = (0.5, 0.25, 0.75)
 _FUNCTIONS = frozenset({"sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh",
@@ -70,6 +78,11 @@ def periodogram_peaks(x: np.ndarray, y: np.ndarray, peaks: int = PEAKS) -> tuple
     Lomb-Scargle periodogram of ``y`` (less its least-squares line in ``x``) along ``x`` that
     reach :data:`MIN_POWER`; () when there are none or ``x`` is constant or too short. The grid spans half a period to :data:`MAX_PERIODS` periods over
     ``x``'s range (fewer with few distinct values)."""
+    return tuple(omega for omega, _ in periodogram(x, y, peaks))
+
+
+def periodogram(x: np.ndarray, y: np.ndarray, peaks: int = PEAKS) -> tuple[tuple[float, float], ...]:
+    """:func:`periodogram_peaks` with each peak's normalised power: ``(frequency, power)``."""
     from scipy.signal import lombscargle  # type: ignore[import-untyped]
 
     x = np.asarray(x, dtype=np.float64)
@@ -89,7 +102,33 @@ def periodogram_peaks(x: np.ndarray, y: np.ndarray, peaks: int = PEAKS) -> tuple
     inner = (power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:]) & (power[1:-1] >= MIN_POWER)
     at = np.flatnonzero(inner) + 1
     best = at[np.argsort(-power[at], kind="stable")][:peaks]
-    return tuple(float(omegas[i]) for i in best)
+    return tuple((float(omegas[i]), float(power[i])) for i in best)
+
+
+def product_frequencies(x: np.ndarray, residual: np.ndarray, peaks: int = PEAKS) -> tuple[float, ...]:
+    """Half the angular frequencies of :func:`periodogram_peaks` of the squared ``residual``
+    along ``x``: where ``residual`` is ``sin(f*x + p)*g(other variables)``, its square
+    oscillates at ``2*f`` along ``x`` whatever ``g`` is."""
+    return tuple(omega for omega, _ in _squared_peaks(x, residual, peaks))
+
+
+def _squared_peaks(x: np.ndarray, residual: np.ndarray, peaks: int) -> tuple[tuple[float, float], ...]:
+    residual = np.asarray(residual, dtype=np.float64)
+    return tuple((omega / 2.0, power) for omega, power in periodogram(x, residual * residual, peaks))
+
+
+def frequency_hints(x: np.ndarray, residual: np.ndarray, peaks: int = PEAKS) -> tuple[float, ...]:
+    """The frequencies that ``sin(c*x + c)`` constants start from: the marginal peaks of
+    ``residual`` along ``x``, unless the squared residual's strongest peak
+    (:func:`product_frequencies`) has :data:`PRODUCT_POWER_RATIO` times their strongest
+    power (or they have none): a product of oscillations leaves only chance peaks in the
+    marginal periodogram, while a single oscillation's square peaks no higher than the
+    oscillation itself."""
+    marginal = periodogram(x, residual, peaks)
+    squared = _squared_peaks(x, residual, peaks)
+    if squared and (not marginal or squared[0][1] >= PRODUCT_POWER_RATIO * marginal[0][1]):
+        return tuple(omega for omega, _ in squared)
+    return tuple(omega for omega, _ in marginal)
 
 
 def data_hints(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> DataHints:
@@ -108,7 +147,7 @@ def data_hints(X: np.ndarray, y: np.ndarray, names: Sequence[str]) -> DataHints:
     magnitudes: dict[str, float] = {}
     for j, name in enumerate(names):
         column = Xs[:, j]
-        frequencies[name] = periodogram_peaks(column, ys)
+        frequencies[name] = frequency_hints(column, ys)
         finite = column[np.isfinite(column)]
         quantiles[name] = tuple(float(q) for q in np.quantile(finite, QUANTILES)) if finite.size else ()
         if finite.size:

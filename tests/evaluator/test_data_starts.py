@@ -9,7 +9,13 @@ import numpy as np
 
 from sr_dist.data import dataset_from_arrays
 from sr_dist.evaluator import Evaluator, EvaluatorOptions
-from sr_dist.evaluator.data_starts import DataHints, data_hints, hinted_restarts, periodogram_peaks
+from sr_dist.evaluator.data_starts import (
+    DataHints,
+    data_hints,
+    hinted_restarts,
+    periodogram_peaks,
+    product_frequencies,
+)
 from sr_dist.formula import parse_formula
 
 CACHE = os.environ.get("SR_DIST_JAX_CACHE_DIR", os.path.expanduser("~/.cache/sr-dist/jax"))
@@ -153,3 +159,50 @@ def test_hit_count_over_a_generated_family_of_rates() -> None:
     rng = np.random.default_rng([0, 5])
     laws = [_rate_law(shape, rng) for shape in range(4)][1:]
     assert all(_fits(*law, on=True) for law in laws)
+
+
+def _beat(seed: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """``a*sin(f*x0 + p)*cos(g*x1 + q)`` (a wave modulated by another), with a linear term in x2
+    on odd seeds; frequencies give 1-6 periods over ranges of width 2-6."""
+    rng = np.random.default_rng([seed, 53])
+    low, width = rng.uniform(0.1, 1.0), rng.choice([2.0, 4.0, 6.0])
+    X = low + width * rng.uniform(size=(800, 3))
+    f, g = (2 * np.pi * rng.uniform(1.0, 6.0, 2) / width)
+    a, p, q = rng.uniform(0.5, 4.0), rng.uniform(0.1, 3.0), rng.uniform(0.1, 3.0)
+    y = a * np.sin(f * X[:, 0] + p) * np.cos(g * X[:, 1] + q) + (seed % 2) * 1.3 * X[:, 2]
+    return X, y, float(f), float(g)
+
+
+def test_a_product_of_oscillations_gets_frequencies_from_the_squared_residual() -> None:
+    """No marginal peak along either variable; half the squared residual's peak is each
+    frequency. Measured over seeds 0-11: within 5% for all 24 frequencies."""
+    close = 0
+    for seed in range(12):
+        X, y, f, g = _beat(seed)
+        design = np.column_stack([X, np.ones(len(y))])
+        residual = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+        hints = data_hints(X, y, ["x0", "x1", "x2"])
+        for j, omega in ((0, f), (1, g)):
+            if periodogram_peaks(X[:, j], residual) == ():  # the marginal says nothing
+                assert hints.frequencies[f"x{j}"] == product_frequencies(X[:, j], residual)
+            found = hints.frequencies[f"x{j}"]
+            close += bool(found) and abs(found[0] - omega) <= 0.05 * omega
+    assert close >= 22, close
+    # A single oscillation keeps its marginal peak, not half of its square's.
+    x = np.random.default_rng(3).uniform(0.0, 6.0, 800)
+    assert abs(data_hints(x[:, None], np.sin(5.0 * x), ["x0"]).frequencies["x0"][0] - 5.0) < 0.1
+
+
+def test_hit_count_over_a_generated_family_of_beats() -> None:
+    """The law's own skeleton with the evaluator's defaults: measured 12 of 12 with
+    ``data_starts`` (seeds 0-11), 2 of 12 without, and 2 of 12 with the marginal periodogram
+    alone (before the squared residual was read)."""
+    hits = {False: 0, True: 0}
+    for seed in range(12):
+        X, y, _, _ = _beat(seed)
+        ds = dataset_from_arrays(X, y, ["x0", "x1", "x2"])
+        text = "c0*sin(c1*x0 + c2)*sin(c3*x1 + c4) + c5*x2"
+        for on in (False, True):
+            r = Evaluator(ds, compilation_cache_dir=CACHE, data_starts=on).fit(text)
+            hits[on] += r.status == "ok" and r.train_nmse is not None and r.train_nmse < 1e-8
+    assert hits[True] >= 10 and hits[True] > hits[False], hits

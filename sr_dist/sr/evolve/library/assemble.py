@@ -25,6 +25,7 @@ from sr_dist.sr.evolve.library.sources.group_shapes import group_shape_seeds
 from sr_dist.sr.evolve.library.sources.pair_curves import pair_curve_seeds
 from sr_dist.sr.evolve.library.sources.pi_groups import pi_library, units_from_info
 from sr_dist.sr.evolve.library.sources.power_law import power_law_seeds
+from sr_dist.sr.evolve.library.sources.sinusoid_products import sinusoid_product_seeds
 from sr_dist.sr.evolve.library.sources.transformed_sums import transformed_sum_seeds
 from sr_dist.sr.structure.power_law import power_law
 from sr_dist.sr.structure.sample import Sample
@@ -98,7 +99,10 @@ def plain_library(variables: Sequence[str], sample: Sample | None, sparse: bool 
               if config.runs("curves") and len(variables) <= config.curve_max_variables else [])
     pairs = (seeds_from(pair_curve_seeds(variables, linear_model), "pair_curves")
              if config.runs("pair_curves") and len(variables) <= config.pair_curve_max_variables else [])
-    return exact, interleave([monomials, one_var, curves, pairs, groups, loose, two_var, free])
+    waves = (seeds_from(sinusoid_product_seeds(variables, linear_model), "sinusoid_products")
+             if config.runs("sinusoid_products")
+             and len(variables) <= config.sinusoid_product_max_variables else [])
+    return exact, interleave([monomials, one_var, curves, pairs, waves, groups, loose, two_var, free])
 
 
 def library_seeds(variables: tuple[str, ...], sample: Sample | None, units: Any = None,

@@ -20,9 +20,12 @@ __all__ = ["DEFAULT_LIBRARY", "DEFAULT_SOURCES", "SOURCES", "LibraryConfig", "li
 #: with sub-searches adds ``/sums``, ``/rational`` or ``/ratios``). ``curves``: classic curves
 #: with their constants inside their functions (:mod:`.sources.curves`), for problems of at
 #: most ``curve_max_variables`` variables; ``pair_curves``: the same curves of a product or ratio
-#: of two variables (:mod:`.sources.pair_curves`), up to ``pair_curve_max_variables``.
+#: of two variables (:mod:`.sources.pair_curves`), up to ``pair_curve_max_variables``;
+#: ``sinusoid_products``: ``a*sin(b*u + c)*sin(d*v + e)`` for each pair of variables
+#: (:mod:`.sources.sinusoid_products`), up to ``sinusoid_product_max_variables``.
 DEFAULT_SOURCES: tuple[str, ...] = ("transformed_sums", "decomposition", "power_law", "group_shapes",
-                                    "data_free", "pi_groups", "curves", "pair_curves")
+                                    "data_free", "pi_groups", "curves", "pair_curves",
+                                    "sinusoid_products")
 #: Every seed source.
 SOURCES: tuple[str, ...] = DEFAULT_SOURCES
 
@@ -70,9 +73,14 @@ class LibraryConfig:
     #: ``3*n*(n - 1)/2`` products and ratios each take ``2n - 3`` forms of every curve, 540
     #: entries for 4 variables and 4,158 for 7.
     pair_curve_max_variables: int = 4
+    #: Widest problem that gets the ``sinusoid_products`` source (when it is on): its
+    #: ``n*(n - 1)/2`` pairs take ``n - 1`` forms each (one more beside a linear model), 24
+    #: entries for 4 variables, each a fit of four inner constants.
+    sinusoid_product_max_variables: int = 4
     #: Widest problem whose curves and pair curves also stand beside a linear model of every
     #: variable outside them (``a*S(u) + b*v + c*w``; the curves also ``a*v*S(u) + c*w``): 96
-    #: more ``curves`` entries and 108 more ``pair_curves`` entries at 4 variables.
+    #: more ``curves`` entries, 108 more ``pair_curves`` entries and 6 more ``sinusoid_products``
+    #: entries at 4 variables.
     curve_linear_max_variables: int = 4
 
     def __post_init__(self) -> None:

@@ -20,6 +20,9 @@ module                        what it proposes
 ``pair_curves``               the same curves of a product or ratio of two variables
                               (``tanh(c*u*v)``, ``exp(-c*u/v)``), up to
                               ``pair_curve_max_variables`` variables
+``sinusoid_products``         ``a*sin(b*u + c)*sin(d*v + e)`` for each pair of variables, with
+                              an offset or linear terms, up to
+                              ``sinusoid_product_max_variables`` variables
 ============================  =================================================================
 
 A new heuristic arrives as a new module here (or a catalog entry in
