@@ -226,13 +226,18 @@ class Outcome:
     fit_s: float
 
 
-def _fit(data: Data, text: str, vp: bool) -> tuple[Outcome, dict[str, float]]:
-    ev = Evaluator(data, variable_projection=vp)
+def _fit(data: Data, text: str, vp: bool, subsample: int | None = None) -> tuple[Outcome, dict[str, float]]:
+    ev = Evaluator(data, variable_projection=vp, **_options(subsample))
     res = ev.fit(text)
     st = ev.stats()
     nmse = res.train_nmse if res.train_nmse is not None and res.status == "ok" else math.inf
     return (Outcome(float(nmse), res.iterations, float(st["fit_s"])),
             {"compiles": st["compiles"], "compile_s": st["compile_s"]})
+
+
+def _options(subsample: int | None) -> dict[str, int]:
+    """Evaluator options beyond the defaults: ``subsample`` when given."""
+    return {} if subsample is None else {"subsample": subsample}
 
 
 def _summary(outs: list[Outcome]) -> dict[str, float]:
@@ -255,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--batched", type=int, default=3,
                     help="datasets on which every skeleton is fitted as a candidate, in batches "
                          "(the search's workload), for the batched fits/s column")
+    ap.add_argument("--subsample", type=int, default=None,
+                    help="the evaluator's subsample (train rows a multi-start fit runs on before "
+                         "it polishes on all; default: EvaluatorOptions'), to compare settings")
     args = ap.parse_args(argv)
     if args.count < len(CLASSICS):
         ap.error(f"--count must be at least {len(CLASSICS)} (the classic shapes)")
@@ -282,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if key not in warmed:
             warmed.add(key)
             for vp in (False, True):
-                _, c = _fit(data, sk.text, vp)
+                _, c = _fit(data, sk.text, vp, args.subsample)
                 compiles["compiles"] += c["compiles"]
                 compiles["compile_s"] += c["compile_s"]
     warm_s = time.perf_counter() - t0
@@ -292,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         order = (False, True) if i % 2 == 0 else (True, False)
         got = {}
         for vp in order:
-            out, c = _fit(data, sk.text, vp)
+            out, c = _fit(data, sk.text, vp, args.subsample)
             compiles["compiles"] += c["compiles"]
             compiles["compile_s"] += c["compile_s"]
             got[vp] = out
@@ -306,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     texts = [sk.text for sk, _ in jobs]
     for j, (_, data) in enumerate(jobs[: args.batched]):
         for vp in ((False, True) if j % 2 == 0 else (True, False)):
-            ev = Evaluator(data, variable_projection=vp)
+            ev = Evaluator(data, variable_projection=vp, **_options(args.subsample))
             ev.fit_many(texts)
             st = ev.stats()
             compiles["compiles"] += st["compiles"]
@@ -319,7 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         s["batched_fits_per_s"] = len(texts) * len(batched[vp]) / total if total else 0.0
     n_lin = [sk.n_linear for sk, _ in jobs]
     print(f"fit_quality: {len(jobs)} skeletons ({sum(s.source == 'classic' for s, _ in jobs)} "
-          f"classic), n={args.n}, seed={args.seed}; with linear constants: "
+          f"classic), n={args.n}, seed={args.seed}, subsample "
+          f"{args.subsample or EvaluatorOptions().subsample}; with linear constants: "
           f"{sum(k > 0 for k in n_lin)}; warm-up {warm_s:.1f} s; compiles "
           f"{compiles['compiles']} ({compiles['compile_s']:.1f} s, excluded); load average "
           f"{load0[0]:.2f} -> {load1[0]:.2f}")
