@@ -26,9 +26,9 @@ Random log-uniform restarts rarely land close enough. The data say where to star
   everywhere, and LM does not leave it.
 
 Restart 0 keeps its all-ones start, the last restart (of three or more) keeps its random one
-(a frequency read from the squared residual is less sure than a marginal one), and the other constants keep their random values; only the
-constants that match a pattern get data-driven values, in restarts 1, 2, ... (one hint each,
-round-robin). Everything here is a plain function of the tree and the hints.
+(where the hints mislead, a random start still has its chance), and the other constants keep
+their random values; only the constants that match a pattern get data-driven values, in
+restarts 1, 2, ... (one hint each, round-robin). Everything here is a plain function of the tree and the hints.
 """
 
 from __future__ import annotations
