@@ -105,6 +105,18 @@ def user_curve(which: int, z: np.ndarray, s: float) -> np.ndarray:
     return shapes[which % len(shapes)]()
 
 
+def source_adds_only_its_seeds(names: tuple[str, ...], sample: Any, base: tuple[str, ...],
+                               source: str) -> list[Any]:
+    """The trees ``source`` adds to a library of the ``base`` sources, after checking that
+    turning it on leaves every other seed as it was, in its order."""
+    from sr_dist.sr.evolve.library.assemble import library_seeds
+    from sr_dist.sr.evolve.library.config import LibraryConfig
+
+    on = library_seeds(names, sample, None, LibraryConfig(sources=(*base, source)))
+    assert [s for s in on if s.source != source] == list(library_seeds(names, sample, None, LibraryConfig(sources=base)))
+    return [s.tree for s in on if s.source == source]
+
+
 def exact_library_entries(names: tuple[str, ...], X: np.ndarray, y: np.ndarray, config: Any,
                           sources: tuple[str, ...], besides: Any = None) -> int:
     """How many library entries from ``sources`` fit ``y`` to validation NMSE below 1e-10 (8

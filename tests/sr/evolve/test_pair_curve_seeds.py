@@ -12,7 +12,7 @@ from sr_dist.sr.evolve.library.sample import Sample
 from sr_dist.sr.evolve.library.sources.curves import CURVES
 from sr_dist.sr.evolve.library.sources.pair_curves import pair_arguments, pair_curve_seeds
 
-from .conftest import exact_library_entries, user_curve
+from .conftest import exact_library_entries, source_adds_only_its_seeds, user_curve
 
 NAMES = ("x0", "x1", "x2")
 ROWS = 300
@@ -44,11 +44,8 @@ def exact_entries(X: np.ndarray, y: np.ndarray, config: LibraryConfig) -> int:
 def test_the_source_is_on_by_default_and_names_its_seeds() -> None:
     assert "pair_curves" in DEFAULT_LIBRARY.sources
     X, y = draw_law(0)
-    sample = Sample(X[:256], y[:256])
-    base = LibraryConfig(sources=("power_law", "data_free", "curves"))
-    on = library_seeds(NAMES, sample, None, LibraryConfig(sources=(*base.sources, "pair_curves")))
-    assert [s for s in on if s.source != "pair_curves"] == list(library_seeds(NAMES, sample, None, base))
-    ours = [s.tree for s in on if s.source == "pair_curves"]
+    ours = source_adds_only_its_seeds(NAMES, Sample(X[:256], y[:256]), ("power_law", "data_free", "curves"),
+                                      "pair_curves")
     assert ours == pair_curve_seeds(NAMES)
     # 3 products and 6 ratios; each curve with an offset, beside and times the third variable.
     assert len(pair_arguments(NAMES)) == 9

@@ -11,7 +11,7 @@ from sr_dist.sr.evolve.library.config import DEFAULT_LIBRARY, LibraryConfig
 from sr_dist.sr.evolve.library.sample import Sample
 from sr_dist.sr.evolve.library.sources.sinusoid_products import sinusoid_product_seeds
 
-from .conftest import exact_library_entries
+from .conftest import exact_library_entries, source_adds_only_its_seeds
 
 NAMES = ("x0", "x1", "x2")
 ROWS = 400
@@ -35,11 +35,8 @@ def draw_law(seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_the_source_is_on_by_default_and_names_its_seeds() -> None:
     assert "sinusoid_products" in DEFAULT_LIBRARY.sources
     X, y = draw_law(0)
-    sample = Sample(X[:256], y[:256])
-    base = LibraryConfig(sources=("power_law", "data_free", "curves"))
-    on = library_seeds(NAMES, sample, None, LibraryConfig(sources=(*base.sources, "sinusoid_products")))
-    assert [s for s in on if s.source != "sinusoid_products"] == list(library_seeds(NAMES, sample, None, base))
-    ours = [s.tree for s in on if s.source == "sinusoid_products"]
+    ours = source_adds_only_its_seeds(NAMES, Sample(X[:256], y[:256]), ("power_law", "data_free", "curves"),
+                                      "sinusoid_products")
     assert ours == sinusoid_product_seeds(NAMES)
     # 3 pairs, each with an offset and beside a linear term in the third variable.
     assert len(ours) == 6
