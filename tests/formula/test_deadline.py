@@ -45,6 +45,45 @@ def test_work_past_its_deadline_is_stopped_in_another_thread() -> None:
     assert seen == [(False, None)]
 
 
+def _spin_for(seconds: float) -> str:
+    """Pure-Python work that ends by itself after ``seconds`` (so a failing test fails, not hangs)."""
+    end = time.monotonic() + seconds
+    k = 0
+    while time.monotonic() < end:
+        k = _step(k)
+    return "ran to its end"
+
+
+def _swallowed_by_bare_except() -> str:
+    try:
+        time.sleep(0.3)  # the deadline passes inside this C call
+        _step(0)  # the first Python call past it: raised here...
+    except BaseException:  # noqa: BLE001 - ...and swallowed, as some library code does
+        pass
+    return _spin_for(5.0)
+
+
+class _SlowToDie:
+    def __del__(self) -> None:
+        time.sleep(0.3)
+        _step(0)  # raised inside __del__, where Python only reports it
+
+
+def _swallowed_by_del() -> str:
+    _SlowToDie()
+    return _spin_for(5.0)
+
+
+@pytest.mark.parametrize("work", [_swallowed_by_bare_except, _swallowed_by_del])
+def test_work_that_swallows_the_first_raise_is_still_stopped(
+        work: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython drops a trace function whose raise is swallowed; the work must still stop."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)  # C: not traced
+    before = (sys.gettrace(), sys.getprofile())
+    assert call_within(0.1, work) == (False, None)
+    assert (sys.gettrace(), sys.getprofile()) == before
+
+
 def test_errors_of_the_work_propagate_and_the_trace_is_restored() -> None:
     def fail() -> None:
         raise ValueError("bad formula")
@@ -70,6 +109,28 @@ def test_a_trace_function_already_set_keeps_seeing_calls_and_is_restored() -> No
     try:
         assert call_within(10.0, _spin, 3) == (True, 3)
         assert sys.gettrace() is tracer
+        assert call_within(0.1, _swallowed_by_bare_except) == (False, None)
+        assert sys.gettrace() is tracer
     finally:
         sys.settrace(before)
-    assert events == ["call"] * 3
+    assert events[:3] == ["call"] * 3
+
+
+def test_a_profile_function_already_set_keeps_seeing_calls_and_is_restored() -> None:
+    """A profiler set before the call keeps its events, past the deadline too."""
+    events: list[str] = []
+    before = sys.getprofile()
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if frame.f_code is _step.__code__:
+            events.append(event)
+
+    sys.setprofile(profiler)
+    try:
+        assert call_within(10.0, _spin, 3) == (True, 3)
+        assert call_within(0.1, _swallowed_by_bare_except) == (False, None)
+        assert sys.getprofile() is profiler
+    finally:
+        sys.setprofile(before)
+    assert events[:6] == ["call", "return"] * 3
+    assert len(events) > 6  # it saw the work past the deadline too
