@@ -847,7 +847,7 @@ class Evaluator:
             return
         todo = sorted(((e.metrics.train_nmse or 0.0, c) for c, e in fresh.items()
                        if e.status == "ok" and c in formulas
-                       and needs_refit(e.metrics.train_nmse, len(e.constants))))
+                       and needs_refit(e.metrics.train_nmse)))
         ds = self.dataset
         splits = [(ds.X_train, ds.y_train), (ds.X_val, ds.y_val), (ds.X_test, ds.y_test)]
         for _, canon in todo[: opts.refine_per_call]:

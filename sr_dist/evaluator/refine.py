@@ -8,7 +8,9 @@ that is (nearly) the law that matters: ``sqrt((c0*v + c1*c)/(c2*v + c))`` came b
 float32 rounding can look better than the simple law it contains. So a fit whose training NMSE
 is already below :data:`REFINE_BELOW` is refitted from its constants by Levenberg-Marquardt in
 float64 on all training rows (MINPACK's ``lmder`` through :func:`scipy.optimize.least_squares`,
-Moré 1978), and its metrics are recomputed in float64. Such fits are rare (the laws a search
+Moré 1978), and its metrics are recomputed in float64 (only those, for a formula without
+constants), so that an exact law's NMSE is float64's and a stop rule can tell it from an
+approximant's. Such fits are rare (the laws a search
 is closing in on), so the host-side cost stays small; every other fit is untouched.
 """
 
@@ -32,9 +34,11 @@ REFINE_ABOVE = 1e-24
 EVALS_PER_CONSTANT = 40
 
 
-def needs_refit(train_nmse: float | None, n_constants: int) -> bool:
-    """Whether a fit is near-exact but not yet exact to float64 rounding (and has constants)."""
-    return (n_constants > 0 and train_nmse is not None and math.isfinite(train_nmse)
+def needs_refit(train_nmse: float | None) -> bool:
+    """Whether a fit is near-exact but not yet exact to float64 rounding. A formula without
+    constants has nothing to refit, but its metrics are recomputed in float64 all the same: an
+    exact law then reads near 1e-32 rather than float32's 1e-14, as a refitted one does."""
+    return (train_nmse is not None and math.isfinite(train_nmse)
             and REFINE_ABOVE < train_nmse < REFINE_BELOW)
 
 

@@ -36,7 +36,7 @@ def test_a_near_exact_fit_gets_float64_constants_and_metrics(ratio_data: Dataset
     refined_ev = Evaluator(ratio_data)
     refined = refined_ev.fit(RATIO)
     assert plain.status == refined.status == "ok"
-    assert needs_refit(plain.train_nmse, 3)  # the float32 fit is near-exact, not exact
+    assert needs_refit(plain.train_nmse)  # the float32 fit is near-exact, not exact
     assert refined.train_nmse is not None and refined.train_nmse < 1e-24
     assert refined.val_nmse is not None and refined.val_nmse < 1e-24
     got = [refined.constants[c] for c in ("c0", "c1", "c2")]
@@ -72,3 +72,16 @@ def test_refit_refuses_what_it_cannot_improve() -> None:
     assert better is not None and better[0] == pytest.approx(2.0, rel=1e-12)
     sse, bad = split_sse(tree, NAMES, [2.0], [(X, 2.0 * X[:, 0]), (X[:0], X[:0, 0])])
     assert sse.tolist() == [0.0, 0.0] and bad.tolist() == [0, 0]
+
+
+def test_an_exact_law_without_constants_reads_in_float64(ratio_data: Dataset) -> None:
+    """Nothing to refit, but the float32 NMSE (rounding, ~1e-14) would look like an
+    approximant's to a stop rule; the float64 one is the law's."""
+    law = "x0*sqrt((x1 + x2)/(x2 - x1))"
+    plain = Evaluator(ratio_data, refine_float64=False).fit(law)
+    ev = Evaluator(ratio_data)
+    refined = ev.fit(law)
+    assert plain.status == refined.status == "ok" and needs_refit(plain.train_nmse)
+    assert refined.train_nmse is not None and refined.train_nmse < 1e-24
+    assert refined.val_nmse is not None and refined.val_nmse < 1e-24
+    assert ev.stats()["refined"] == 1

@@ -129,6 +129,29 @@ def test_propose_leads_with_one_constant_reductions_of_the_simplest_solutions() 
     assert not set(small.expressions[2:]) & set(expected[2:])
 
 
+
+@pytest.mark.parametrize(("best_nmse", "submits"), [(1e-15, False), (1e-30, True)])
+def test_an_approximant_below_the_solution_target_does_not_end_the_search(
+        best_nmse: float, submits: bool) -> None:
+    """A rational approximant of a smooth law fits to 1e-13..1e-17, an exact law refitted in
+    float64 to about 1e-30: only the latter ends the search (``stop_nmse``), after polishing."""
+    from sr_dist.sr.evolve.search import EvolveConfig, propose
+
+    approximant = _fitted("(c0 + c1*x0 + c2*x0**2)/(1 + c3*x0 + c4*x0**2)", 1e-15)
+    best = _fitted("c0*x0*x1", best_nmse)
+    individuals = (approximant, best, _fitted("c0*x0 + c1", 1e-3))
+    generations = 10
+    history = History(individuals, frozenset(i.canonical for i in individuals),
+                      generations=generations, best_by_generation=(best_nmse,) * generations,
+                      calls=generations, submitted=(), summary=None)
+    config = EvolveConfig(batch_size=8, polish_generations=2)
+    assert config.stop_nmse < 1e-15 < config.target_nmse
+    proposal = propose(history, NAMES, [], config, np.random.default_rng(0))
+    if submits:
+        assert proposal.submit is not None and proposal.submit.expression == "c0*x0*x1"
+    else:
+        assert proposal.submit is None and proposal.expressions
+
 def test_pareto_front() -> None:
     def ind(c: int, nmse: float) -> Individual:
         return Individual(f"e{c}_{nmse}", f"k{c}_{nmse}", parse_formula("x0", NAMES).tree, nmse, c, 0)
