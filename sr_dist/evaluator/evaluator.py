@@ -186,7 +186,8 @@ class EvaluatorOptions:
     rank_by: str = "val_nmse"
     #: Refit near-exact fits (training NMSE below ``refine.REFINE_BELOW``) in float64 on the
     #: host and report their metrics in float64 (``method="lm"``, unweighted ``mse`` only;
-    #: refine.py says why). At most ``refine_per_call`` per ``fit_many`` call, best first.
+    #: refine.py says why). At most ``refine_per_call`` refits per ``fit_many`` call, best
+    #: first; near-exact formulas without constants only get float64 metrics, all of them.
     refine_float64: bool = True
     refine_per_call: int = 8
     #: A formula given a start (``fit_many(..., starts=)``: an offspring inheriting its
@@ -839,8 +840,8 @@ class Evaluator:
 
     def _refine(self, fresh: dict[str, _Entry],
                 formulas: Mapping[str, Formula | PreparedFormula]) -> None:
-        """Refit the best near-exact fresh fits in float64 (refine.py) and replace their
-        entries when the refit lowers the training error."""
+        """Refit the best near-exact fresh fits in float64 (refine.py), recompute near-exact
+        constant-free ones' metrics in float64, and replace the entries that got better."""
         opts = self.options
         if not opts.refine_float64 or opts.method != "lm" or not self._loss.plain \
                 or self._weights is not None or opts.loss != "mse":
@@ -848,9 +849,13 @@ class Evaluator:
         todo = sorted(((e.metrics.train_nmse or 0.0, c) for c, e in fresh.items()
                        if e.status == "ok" and c in formulas
                        and needs_refit(e.metrics.train_nmse)))
+        # Formulas without constants only get float64 metrics (one pass over the rows): they
+        # take none of the refits' ``refine_per_call``.
+        plain = [c for _, c in todo if len(fresh[c].constants) == 0]
+        fitted = [c for _, c in todo if len(fresh[c].constants) > 0]
         ds = self.dataset
         splits = [(ds.X_train, ds.y_train), (ds.X_val, ds.y_val), (ds.X_test, ds.y_test)]
-        for _, canon in todo[: opts.refine_per_call]:
+        for canon in plain + fitted[: opts.refine_per_call]:
             entry = fresh[canon]
             tree = formulas[canon].canonical_tree
             try:
