@@ -5,7 +5,8 @@ Each fitted constant is snapped to the simplest closed form it matches to a rela
 (a small rational times a power of pi, a small function of a rational, or the square root of a
 pi multiple: the judge's families of the catalog shared with the simplifier,
 :data:`sr_dist.formula.constants.RECOVERY_FAMILIES`, and after its plain forms a rational phase
-plus quarter turns), then sympy decides
+plus quarter turns; a constant added inside a ``sin`` or ``cos`` is tried as such a phase first
+when the other forms fail), then sympy decides
 whether candidate and truth are the same function; failing that, whether their ratio is a
 number within a few parts in a million of 1 once the constants are read as decimals (SRBench's
 "the ratio is a constant", made strict). Variables are taken as positive reals (the
@@ -167,6 +168,28 @@ def _function_of_rational(magnitude: float, rel_tol: float) -> sympy.Expr | None
     return _of_rational_sympy(family, p, q)
 
 
+def _phase_in_any_turn(value: float, rel_tol: float) -> sympy.Expr | None:
+    """:func:`_phase_shifted` of ``value`` less its whole turns, with the turns added back
+    exactly: a fitted phase may have drifted by any number of them."""
+    import sympy
+
+    turns = round(value / (2 * math.pi))
+    phase = _phase_shifted(value - turns * 2 * math.pi, rel_tol)
+    return None if phase is None else phase + 2 * turns * sympy.pi
+
+
+def _phase_symbols(expr: sympy.Expr, constants: Sequence[str]) -> set[sympy.Symbol]:
+    """The constants that are a term of a ``sin`` or ``cos`` argument: phases."""
+    import sympy
+
+    found: set[sympy.Symbol] = set()
+    for call in expr.atoms(sympy.sin, sympy.cos):
+        argument = call.args[0]
+        terms = argument.args if isinstance(argument, sympy.Add) else (argument,)
+        found.update(t for t in terms if isinstance(t, sympy.Symbol) and t.name in constants)
+    return found
+
+
 def _positive(expr: sympy.Expr, variables: Sequence[str]) -> sympy.Expr:
     import sympy
 
@@ -324,6 +347,18 @@ def recovery_verdict(
     first_verdict = _same(first, target)
     if first_verdict:
         return True
+    # A2: a phase (a constant added inside a sin or cos) snapped as one first: a wide pi
+    # multiple (``-97/(30*pi)``) can match a phase ``-13/5 + pi/2`` within the tolerance too.
+    phases = {symbol: phase for symbol in _phase_symbols(cand, formula.constants)
+              if symbol in floats
+              and (phase := _phase_in_any_turn(float(floats[symbol]), rel_tol)) is not None
+              and phase != snapped.get(symbol)}
+    if phases:
+        again = _positive(cand.xreplace({**snapped, **phases}), variables)
+        if again.has(sympy.Float):
+            again = sympy.nsimplify(again, rational=False)
+        if _same(again, target):
+            return True
     # Undecided only when every constant snapped: a free symbol left over is a real difference.
     undecided = first_verdict is None and not first.free_symbols - target.free_symbols
     # B: over-parametrised candidates (c0*(x + c1*x*y) with c0*c1 = 1): substitute the floats,
