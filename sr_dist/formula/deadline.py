@@ -12,7 +12,10 @@ CPython removes a trace function that raises. When the work swallows the excepti
 ``except:``, a ``__del__`` or a weakref callback, where Python only prints it), the trace is
 gone and the work would run to its end. So at the deadline the trace also sets a profile
 function (``sys.setprofile``), which never raises and so stays: it puts the trace back at the
-next call or return, and the exception is raised again until it leaves the work.
+next call or return, and the exception is raised again until it leaves the work. It is not
+raised inside a finalizer (a ``__del__``, anything the garbage collector runs) or inside
+``sys.unraisablehook``: there it could only be printed, once per finalizer (seen under pytest,
+whose hook then failed the test).
 
 The price is one trace call per Python call before the deadline, about twice the work's time
 (measured on sympy's ``simplify``); meant for a few calls per run, not hot loops. Work that
@@ -21,6 +24,7 @@ stays inside one C call is not cut short.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -47,9 +51,25 @@ def call_within(seconds: float, fn: Callable[..., T], /, *args: Any,
     previous_trace = cast("Hook | None", sys.gettrace())
     previous_profile = cast("Hook | None", sys.getprofile())
     end = time.monotonic() + max(float(seconds), 0.0)
+    collecting = [False]
+    here = sys._getframe()
+
+    def on_collection(phase: str, info: dict[str, int]) -> None:
+        collecting[0] = phase == "start"
+
+    def in_finalizer(frame: FrameType) -> bool:
+        if collecting[0] or frame.f_code is on_collection.__code__:
+            return True
+        hook = getattr(sys.unraisablehook, "__code__", None)
+        f: FrameType | None = frame
+        while f is not None and f is not here:
+            if f.f_code.co_name == "__del__" or f.f_code is hook:
+                return True
+            f = f.f_back
+        return False
 
     def trace(frame: FrameType, event: str, arg: Any) -> Any:
-        if time.monotonic() > end:
+        if time.monotonic() > end and not in_finalizer(frame):
             sys.setprofile(rearm)  # only from here on: a profile call per event costs
             raise DeadlineExceeded
         return previous_trace(frame, event, arg) if previous_trace is not None else None
@@ -60,6 +80,7 @@ def call_within(seconds: float, fn: Callable[..., T], /, *args: Any,
         if previous_profile is not None:
             previous_profile(frame, event, arg)
 
+    gc.callbacks.append(on_collection)
     sys.settrace(trace)
     try:
         return True, fn(*args, **kwargs)
@@ -68,3 +89,4 @@ def call_within(seconds: float, fn: Callable[..., T], /, *args: Any,
     finally:
         sys.setprofile(previous_profile)  # first, or its return event would re-arm the trace
         sys.settrace(previous_trace)
+        gc.callbacks.remove(on_collection)

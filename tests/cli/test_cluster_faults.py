@@ -353,6 +353,7 @@ def _start_node_loss_run(cluster: Cluster, out: Path) -> subprocess.Popen[str]:
          f"search.agents={AGENTS}",
          f"evaluator.replicas={REPLICAS}", "dataset.source=feynman:I.30.3", "search.max_seconds=60",
          "search.target_nmse=null", "search.max_candidates=1000000", "results.flush_s=0.5",
+         "+model.stop_nmse=0",  # no agent submits a solution: the run ends at max_seconds
          "search.stop_grace_s=120",  # rows_sent counts only agents that stop by themselves
          f"results.path={out}"],
         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -115,6 +115,9 @@ class EvolveConfig:
             raise ValueError("p_fresh, p_elite, library_share and refit_share must lie in [0, 1]")
         if self.pool_size < 1 or self.tournament_size < 1:
             raise ValueError("pool_size and tournament_size must be >= 1")
+        if not (self.target_nmse >= 0 and self.stop_nmse >= 0):
+            raise ValueError("target_nmse and stop_nmse must be >= 0 (stop_nmse 0: never "
+                             "submit a solution)")
 
 
 @dataclass(frozen=True)

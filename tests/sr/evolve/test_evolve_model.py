@@ -238,6 +238,7 @@ CONFIG_ERRORS = [
     ({"batch_size": "8"}, "batch_size"),
     ({"seed": -1}, "seed"),
     ({"p_fresh": 2.0}, "p_fresh"),
+    ({"stop_nmse": -1.0}, "stop_nmse"),
     ({"popsize": 3}, "popsize"),
     ({"tool_mode": "json"}, "native"),
     ({"variables": "x0"}, "variables"),
