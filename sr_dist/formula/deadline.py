@@ -54,16 +54,23 @@ def call_within(seconds: float, fn: Callable[..., T], /, *args: Any,
     collecting = [False]
     here = sys._getframe()
 
-    def on_collection(phase: str, info: dict[str, int]) -> None:
-        collecting[0] = phase == "start"
+    # First at a collection's start and last at its stop, so that the flag also covers the
+    # collector callbacks of other libraries (Python functions that run before and after).
+    def collection_starts(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[0] = True
+
+    def collection_stops(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            collecting[0] = False
 
     def in_finalizer(frame: FrameType) -> bool:
-        if collecting[0] or frame.f_code is on_collection.__code__:
+        if collecting[0]:
             return True
-        hook = getattr(sys.unraisablehook, "__code__", None)
+        spared = {getattr(f, "__code__", None) for f in (sys.unraisablehook, *gc.callbacks)}
         f: FrameType | None = frame
         while f is not None and f is not here:
-            if f.f_code.co_name == "__del__" or f.f_code is hook:
+            if f.f_code.co_name == "__del__" or f.f_code in spared:
                 return True
             f = f.f_back
         return False
@@ -80,7 +87,8 @@ def call_within(seconds: float, fn: Callable[..., T], /, *args: Any,
         if previous_profile is not None:
             previous_profile(frame, event, arg)
 
-    gc.callbacks.append(on_collection)
+    gc.callbacks.insert(0, collection_starts)
+    gc.callbacks.append(collection_stops)
     sys.settrace(trace)
     try:
         return True, fn(*args, **kwargs)
@@ -89,4 +97,5 @@ def call_within(seconds: float, fn: Callable[..., T], /, *args: Any,
     finally:
         sys.setprofile(previous_profile)  # first, or its return event would re-arm the trace
         sys.settrace(previous_trace)
-        gc.callbacks.remove(on_collection)
+        gc.callbacks.remove(collection_starts)
+        gc.callbacks.remove(collection_stops)
