@@ -148,6 +148,8 @@ def test_a_fitted_phase_in_any_turn_is_judged_exact() -> None:
     for seed in range(24):
         truth, constants = _shifted_sinusoid(seed)
         hits += exact_recovery("c0*sin(c1*x + c2)", constants, truth, ["x"])
+        if seed >= 6:  # the refusals are sympy's slow cases: a few suffice
+            continue
         off = {**constants, "c2": constants["c2"] + 1e-3}
         assert not exact_recovery("c0*sin(c1*x + c2)", off, truth, ["x"])
         flipped = {**constants, "c0": -constants["c0"]}
