@@ -51,21 +51,23 @@ def call_within(seconds: float, fn: Callable[..., T], /, *args: Any,
     previous_trace = cast("Hook | None", sys.gettrace())
     previous_profile = cast("Hook | None", sys.getprofile())
     end = time.monotonic() + max(float(seconds), 0.0)
-    collecting = [False]
+    collecting = False
     here = sys._getframe()
 
     # First at a collection's start and last at its stop, so that the flag also covers the
     # collector callbacks of other libraries (Python functions that run before and after).
     def collection_starts(phase: str, info: dict[str, int]) -> None:
+        nonlocal collecting
         if phase == "start":
-            collecting[0] = True
+            collecting = True
 
     def collection_stops(phase: str, info: dict[str, int]) -> None:
+        nonlocal collecting
         if phase == "stop":
-            collecting[0] = False
+            collecting = False
 
     def in_finalizer(frame: FrameType) -> bool:
-        if collecting[0]:
+        if collecting:
             return True
         spared = {getattr(f, "__code__", None) for f in (sys.unraisablehook, *gc.callbacks)}
         f: FrameType | None = frame

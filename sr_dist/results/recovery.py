@@ -168,6 +168,16 @@ def _function_of_rational(magnitude: float, rel_tol: float) -> sympy.Expr | None
     return _of_rational_sympy(family, p, q)
 
 
+def _with_closed_forms(cand: sympy.Expr, closed: Mapping[sympy.Symbol, sympy.Expr],
+                       variables: Sequence[str]) -> sympy.Expr:
+    """The candidate with its snapped constants put in, variables positive, floats left over
+    (a constant that snapped to nothing stays a symbol) read as sympy numbers."""
+    import sympy
+
+    out = _positive(cand.xreplace(closed), variables)
+    return sympy.nsimplify(out, rational=False) if out.has(sympy.Float) else out
+
+
 def _phase_in_any_turn(value: float, rel_tol: float) -> sympy.Expr | None:
     """:func:`_phase_shifted` of ``value`` less its whole turns, with the turns added back
     exactly: a fitted phase may have drifted by any number of them."""
@@ -341,9 +351,7 @@ def recovery_verdict(
             closed = snap_constant(float(value), rel_tol)
             if closed is not None:
                 snapped[symbol] = closed
-    first = _positive(cand.xreplace(snapped), variables)
-    if first.has(sympy.Float):
-        first = sympy.nsimplify(first, rational=False)
+    first = _with_closed_forms(cand, snapped, variables)
     first_verdict = _same(first, target)
     if first_verdict:
         return True
@@ -354,10 +362,7 @@ def recovery_verdict(
               and (phase := _phase_in_any_turn(float(floats[symbol]), rel_tol)) is not None
               and phase != snapped.get(symbol)}
     if phases:
-        again = _positive(cand.xreplace({**snapped, **phases}), variables)
-        if again.has(sympy.Float):
-            again = sympy.nsimplify(again, rational=False)
-        if _same(again, target):
+        if _same(_with_closed_forms(cand, {**snapped, **phases}, variables), target):
             return True
     # Undecided only when every constant snapped: a free symbol left over is a real difference.
     undecided = first_verdict is None and not first.free_symbols - target.free_symbols
