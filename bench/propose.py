@@ -36,7 +36,7 @@ from bench.evaluator_stream import evaluate_turn, write_target  # noqa: E402
 from sr_dist.conversation import Context  # noqa: E402
 from sr_dist.data import load_dataset  # noqa: E402
 from sr_dist.evaluator import Evaluator  # noqa: E402
-from sr_dist.formula.memo import parse_cached  # noqa: E402
+from sr_dist.formula.memo import clear_memo  # noqa: E402
 from sr_dist.sr.evolve.model import EvolveModel  # noqa: E402
 
 
@@ -64,7 +64,7 @@ def record(path: Path, turns: int, rows: int, sample_rows: int = 500) -> None:
 def replay(path: Path) -> tuple[float, int, str]:
     """One replay: (CPU seconds in ``call``, candidates proposed, digest of the proposals).
     The proposer's parse memo starts empty, as in a new agent."""
-    parse_cached.cache_clear()
+    clear_memo()
     stored = pickle.loads(path.read_bytes())
     history = stored["history"]
     context = Context(info=copy.deepcopy(stored["info"]))

@@ -77,6 +77,18 @@ class Formula:
             render(tree), tree, used, tuple(constants), complexity, tuple(variables or ())
         )
 
+    @classmethod
+    def from_parsed(
+        cls, text: str, tree: Node, variables: Sequence[str], *, used: AbstractSet[str],
+        constants: tuple[str, ...], nodes: int,
+    ) -> Formula:
+        """What ``parse_formula(text, variables)`` returns, from the tree its parser builds and
+        what the parse counts (the variables ``used``, the ``constants`` in order of first
+        appearance, the ``nodes``), for a caller that built text and tree together (the evolve
+        search keying what it breeds: ``sr_dist.sr.evolve.tree.render_as_parsed``). Nothing is
+        checked here; tests hold that caller to ``parse_formula``'s result."""
+        return _build(text, tree, used, constants, nodes, tuple(variables))
+
     def to_sympy(self) -> sympy.Expr:
         """The sympy expression (real symbols), built from the AST, never from text."""
         return to_sympy(self.tree)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sr_dist.formula import Node
-from sr_dist.formula.memo import parse_cached
+from sr_dist.sr.evolve.keying import Keyer
 from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.operators import (
     OPERATORS,
@@ -39,7 +39,6 @@ from sr_dist.sr.evolve.tree import (
     constant_values,
     count_constants,
     has_var,
-    render,
     size,
     tidy,
 )
@@ -151,6 +150,7 @@ class _Batch:
         self.seen = seen
         self.grammar = grammar
         self.prefix = constant_prefix(variables)
+        self.keyer = Keyer(variables, self.prefix)
         self.keys: set[str] = set()
         self.texts: list[str] = []
         self.origins: list[str] = []
@@ -171,9 +171,8 @@ class _Batch:
         return True
 
     def key(self, tree: Node) -> tuple[str, str] | None:
-        text = render(tree, self.prefix)
-        parsed = parse_cached(text, self.variables)
-        return None if parsed is None else (text, parsed.canonical)
+        parsed = self.keyer(tree)
+        return None if parsed is None else (parsed.text, parsed.canonical)
 
     def seed_key(self, tree: Node) -> tuple[str, str] | None:
         """A library seed's (text, canonical form) once tidied, or None where it is unusable
