@@ -830,8 +830,11 @@ class Evaluator:
         values are the same up to rounding, and a near-exact fit is refined from here)."""
         for canon, entry in fresh.items():
             job = jobs.get(canon)
+            # Nothing moves unless a constant lies past a half turn: most fits stop here,
+            # before the canonical tree is rebuilt and walked.
             if entry.status != "ok" or job is None or job.formula is None \
-                    or ("sin" not in canon and "cos" not in canon):
+                    or ("sin" not in canon and "cos" not in canon) \
+                    or not any(abs(v) > math.pi for v in entry.constants):
                 continue
             wrapped = wrap_phases(job.formula.canonical_tree, [f"c{j}" for j in range(job.k)],
                                   entry.constants)
