@@ -20,7 +20,8 @@ baselines run on a fixed stratified subset of the formulas (they are slow); sr-d
 them. It also measures value-only throughput in node-evaluations per second.
 
 Run: ``.venv/bin/python bench/evaluator.py`` (add ``--quick`` for a smoke run). Prints a table and
-rewrites the "## Evaluator" section of docs/benchmarks.md unless ``--no-docs``.
+rewrites its own table in the "## Evaluator" section of docs/benchmarks.md (between two HTML
+comments; the measurements written by hand around it stay) unless ``--no-docs``.
 """
 
 from __future__ import annotations
@@ -396,16 +397,28 @@ def render(reports: list[dict[str, object]], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_docs(table: str, command: str, notes: str) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
+#: The block of docs/benchmarks.md this script owns; the hand-written measurements around it
+#: in the "## Evaluator" section stay as they are.
+BEGIN_MARK = "<!-- bench/evaluator.py writes from here: -->"
+END_MARK = "<!-- bench/evaluator.py writes up to here. -->"
+
+
+def write_docs(table: str, command: str, notes: str, path: Path | None = None) -> None:
+    """Put this run's table between :data:`BEGIN_MARK` and :data:`END_MARK` in the "## Evaluator"
+    section of ``path`` (docs/benchmarks.md), adding the marks (and the section) where missing;
+    nothing outside them is changed."""
+    path = path or ROOT / "docs" / "benchmarks.md"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = f"## Evaluator\n\nCommand: `{command}`\n\n{notes}\n\n{table}\n"
-    if "## Evaluator" in text:
+    block = f"{BEGIN_MARK}\n\nCommand: `{command}`\n\n{notes}\n\n{table}\n\n{END_MARK}"
+    if BEGIN_MARK in text and END_MARK in text.split(BEGIN_MARK, 1)[1]:
+        head, _, rest = text.partition(BEGIN_MARK)
+        text = head + block + rest.split(END_MARK, 1)[1]
+    elif "## Evaluator" in text:  # the section without the marks: the block goes at its end
         head, _, rest = text.partition("## Evaluator")
-        tail = rest.split("\n## ", 1)
-        text = head + section + ("\n## " + tail[1] if len(tail) > 1 else "")
+        body, sep, tail = rest.partition("\n## ")
+        text = head + "## Evaluator" + body.rstrip("\n") + "\n\n" + block + "\n" + sep + tail
     else:
-        text = text.rstrip("\n") + "\n\n" + section
+        text = text.rstrip("\n") + "\n\n## Evaluator\n\n" + block + "\n"
     path.write_text(text)
 
 
