@@ -300,6 +300,42 @@ def _ratio_is_one(expanded: sympy.Expr, target: sympy.Expr, rel_tol: float) -> b
     return abs(value.imag) <= 1e-12 and abs(value.real - 1.0) <= LOOSE_FACTOR * rel_tol
 
 
+#: A term of a sum whose coefficient is below this share of the sum's largest is the rounding
+#: left by terms that cancel (:func:`_cancelled`): far below what the snapping tolerance admits.
+CANCELLED_BELOW = 1e-9
+
+
+def _cancelled(cand: sympy.Expr, floats: Mapping[sympy.Symbol, sympy.Expr],
+               variables: Sequence[str]) -> sympy.Expr | None:
+    """The candidate with its fitted values in (those below :data:`ZERO_BELOW` as 0, float
+    exponents that are small fractions as fractions, so like terms meet), expanded, and every
+    term of a sum whose coefficient is below :data:`CANCELLED_BELOW` of that sum's largest
+    dropped; None when sympy cannot build it."""
+    import sympy
+
+    def fraction(exponent: sympy.Float) -> sympy.Expr:
+        near = sympy.Rational(float(exponent)).limit_denominator(12)
+        return near if float(near) == float(exponent) else exponent
+
+    def chop(total: sympy.Add) -> sympy.Expr:
+        sizes = [abs(float(term.as_coeff_Mul()[0])) for term in total.args]
+        largest = max(sizes)
+        kept = [t for t, size in zip(total.args, sizes, strict=True)
+                if size >= CANCELLED_BELOW * largest]
+        return sympy.Add(*kept) if len(kept) < len(total.args) else total
+
+    try:
+        values = {symbol: sympy.Integer(0) if abs(float(value)) < ZERO_BELOW else value
+                  for symbol, value in floats.items()}
+        expr = _positive(cand.xreplace(values), variables)
+        expr = expr.xreplace({power: sympy.Pow(power.base, fraction(power.exp))
+                              for power in expr.atoms(sympy.Pow)
+                              if isinstance(power.exp, sympy.Float)})
+        return sympy.expand(expr).replace(lambda e: isinstance(e, sympy.Add), chop)
+    except (TypeError, ValueError, RecursionError, ZeroDivisionError, AttributeError):
+        return None
+
+
 def exact_recovery(
     candidate: str | Formula,
     constants: Mapping[str, float],
@@ -391,4 +427,18 @@ def recovery_verdict(
     # with the constants that carry the variables read as decimals and the ratio near 1.
     if expanded is not None and _ratio_is_one(expanded, target, rel_tol):
         return True
+    # D: terms that cancel (``x0*sqrt(c1 + c2*x2) + c4*x0*x2**0.5`` with c1 ~ 0 and
+    # sqrt(c2) = -c4): B and C again on the form where they are gone (:func:`_cancelled`).
+    cancelled = _cancelled(cand, floats, variables)
+    if cancelled is not None and cancelled != expanded:
+        try:
+            snapped_d = cancelled.xreplace({atom: closed for atom in cancelled.atoms(sympy.Float)
+                                            if (closed := snap_constant(float(atom), rel_tol))
+                                            is not None})
+            if _same(snapped_d, target):
+                return True
+        except (TypeError, ValueError, RecursionError):
+            pass
+        if _ratio_is_one(cancelled, target, rel_tol):
+            return True
     return None if undecided else False

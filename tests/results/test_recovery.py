@@ -155,3 +155,31 @@ def test_a_fitted_phase_in_any_turn_is_judged_exact() -> None:
         flipped = {**constants, "c0": -constants["c0"]}
         assert not exact_recovery("c0*sin(c1*x + c2)", flipped, truth, ["x"])
     assert hits == 24
+
+
+def _cancelling_pair(seed: int, off: float = 0.0) -> tuple[str, dict[str, float]]:
+    """``a/10*x0/(x1 + x2)`` fitted as a form with a pair of terms that cancel:
+    ``sqrt(c1 + c2*x3) + c3*x3**0.5`` with ``c1`` near 0 and ``sqrt(c2) = -c3`` up to rounding
+    (``off``: relatively that far from cancelling), beside a scale ``c4`` that ``c0`` undoes."""
+    rng = np.random.default_rng(seed)
+    a = int(rng.integers(2, 60))
+    s, g = float(rng.uniform(5.0, 90.0)), float(rng.uniform(0.5, 200.0))
+    constants = {"c0": a / 10 * g, "c1": float(rng.uniform(-1e-9, 1e-9)), "c2": s * s,
+                 "c3": -s * (1.0 + off), "c4": g}
+    return f"{a}/10*x0/(x1 + x2)", constants
+
+
+CANCELLING = "c0*x0/((x1 + x2)*(sqrt(c1 + c2*x3) + c3*x3**0.5 + c4))"
+
+
+def test_terms_that_cancel_are_judged_exact() -> None:
+    """Over a generated family: every law is recognised once the cancelling terms are gone
+    (none before: the pair's coefficients snap to no closed form), and a pair that leaves a
+    part in ten thousand is not."""
+    names = ["x0", "x1", "x2", "x3"]
+    hits = sum(exact_recovery(CANCELLING, constants, truth, names)
+               for truth, constants in map(_cancelling_pair, range(8)))
+    assert hits == 8
+    for seed in range(2):
+        truth, constants = _cancelling_pair(seed, off=1e-4)
+        assert not exact_recovery(CANCELLING, constants, truth, names)
