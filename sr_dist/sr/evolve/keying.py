@@ -2,7 +2,8 @@
 canonical form is the key), without lexing and parsing the text.
 
 The search renders every tree it breeds and keys it by the canonical form of the text's parse;
-lexing and parsing were about a seventh of an ``evolve`` agent's CPU in a default run.
+lexing and parsing were about an eighth of an ``evolve`` agent's CPU in a default run
+(docs/benchmarks.md, Throughput).
 :func:`~sr_dist.sr.evolve.tree.render_as_parsed` builds the parser's tree in the rendering walk
 instead, and the formula goes into the process's parse memo, where the evaluator client and the
 history reader look the same text up. Trees the shortcut does not cover (past the parser's

@@ -391,8 +391,9 @@ _CHAINS = {"add": ("add", "sub"), "mul": ("mul", "div")}
 
 def render_as_parsed(node: Node, prefix: str = "c") -> Rendered | None:
     """:func:`render`'s text and the tree the formula parser reads back from it, in one walk:
-    keying a bred tree needs its text's parse (for the canonical form), and lexing and parsing
-    the text cost about as much as building that tree here does twice over.
+    keying a bred tree needs its text's parse (for the canonical form), and building that tree
+    here is cheaper than lexing and parsing the text (203 against 230 us a keyed tree, canonical
+    form and memo included, on a recorded search's offspring).
 
     The parser's tree differs from ``node`` in two ways only: a chain printed without
     parentheses reads from the left (``a + (b - c)`` prints as ``a + b - c`` and reads as
