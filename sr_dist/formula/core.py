@@ -85,7 +85,7 @@ class Formula:
         """What ``parse_formula(text, variables)`` returns, from the tree its parser builds and
         what the parse counts (the variables ``used``, the ``constants`` in order of first
         appearance, the ``nodes``), for a caller that built text and tree together (the evolve
-        search keying what it breeds: ``sr_dist.sr.evolve.tree.render_as_parsed``). Nothing is
+        search keying what it breeds: ``sr_dist.sr.evolve.rendering.render_as_parsed``). Nothing is
         checked here; tests hold that caller to ``parse_formula``'s result."""
         return _build(text, tree, used, constants, nodes, tuple(variables))
 

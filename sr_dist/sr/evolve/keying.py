@@ -4,7 +4,7 @@ canonical form is the key), without lexing and parsing the text.
 The search renders every tree it breeds and keys it by the canonical form of the text's parse;
 lexing and parsing were about an eighth of an ``evolve`` agent's CPU in a default run
 (docs/benchmarks.md, Throughput).
-:func:`~sr_dist.sr.evolve.tree.render_as_parsed` builds the parser's tree in the rendering walk
+:func:`~sr_dist.sr.evolve.rendering.render_as_parsed` builds the parser's tree in the rendering walk
 instead, and the formula goes into the process's parse memo, where the evaluator client and the
 history reader look the same text up. Trees the shortcut does not cover (past the parser's
 limits, a name the parser would read otherwise) are parsed from their text as before.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sr_dist.formula import MAX_DEPTH, MAX_LENGTH, MAX_NODES, Formula, Node, is_identifier
 from sr_dist.formula.memo import parse_cached, remember
-from sr_dist.sr.evolve.tree import render, render_as_parsed
+from sr_dist.sr.evolve.rendering import render, render_as_parsed
 
 __all__ = ["Keyer"]
 
