@@ -300,6 +300,15 @@ def _ratio_is_one(expanded: sympy.Expr, target: sympy.Expr, rel_tol: float) -> b
     return abs(value.imag) <= 1e-12 and abs(value.real - 1.0) <= LOOSE_FACTOR * rel_tol
 
 
+def _floats_snapped(expr: sympy.Expr, rel_tol: float) -> sympy.Expr:
+    """``expr`` with each float that matches a closed form (:func:`snap_constant`) replaced by it."""
+    import sympy
+
+    closed = {atom: form for atom in expr.atoms(sympy.Float)
+              if (form := snap_constant(float(atom), rel_tol)) is not None}
+    return expr.xreplace(closed)
+
+
 #: A term of a sum whose coefficient is below this share of the sum's largest is the rounding
 #: left by terms that cancel (:func:`_cancelled`): far below what the snapping tolerance admits.
 CANCELLED_BELOW = 1e-9
@@ -409,12 +418,7 @@ def recovery_verdict(
     expanded = None
     try:
         expanded = sympy.expand(_positive(cand.xreplace(floats), variables))
-        closed_forms = {}
-        for atom in expanded.atoms(sympy.Float):
-            closed = snap_constant(float(atom), rel_tol)
-            if closed is not None:
-                closed_forms[atom] = closed
-        second = expanded.xreplace(closed_forms)
+        second = _floats_snapped(expanded, rel_tol)
         second_verdict = _same(second, target)
     except (TypeError, ValueError, RecursionError):
         second_verdict = False
@@ -432,10 +436,7 @@ def recovery_verdict(
     cancelled = _cancelled(cand, floats, variables)
     if cancelled is not None and cancelled != expanded:
         try:
-            snapped_d = cancelled.xreplace({atom: closed for atom in cancelled.atoms(sympy.Float)
-                                            if (closed := snap_constant(float(atom), rel_tol))
-                                            is not None})
-            if _same(snapped_d, target):
+            if _same(_floats_snapped(cancelled, rel_tol), target):
                 return True
         except (TypeError, ValueError, RecursionError):
             pass

@@ -41,6 +41,22 @@ def _parentheses(op: str, left_prec: int, right_prec: int, right_is_neg: bool) -
     return left_paren, right_paren or right_is_neg
 
 
+def _number_text(value: float) -> str:
+    """A number's text: a negative one in parentheses, so it reads back as one atom."""
+    text = _format_number(abs(value))
+    return "(-" + text + ")" if value < 0 else text
+
+
+def _negation_text(text: str, prec: int) -> str:
+    return "-" + (f"({text})" if prec <= _PREC["neg"] else text)
+
+
+def _binary_text(n: Node, left: str, left_prec: int, right: str, right_prec: int) -> str:
+    left_paren, right_paren = _parentheses(n.op, left_prec, right_prec, n.args[1].op == "neg")
+    return ((f"({left})" if left_paren else left) + _SYMBOL[n.op]
+            + (f"({right})" if right_paren else right))
+
+
 def render(node: Node, prefix: str = "c") -> str:
     """Text in the formula language; free constants become ``{prefix}0, {prefix}1, ...``."""
     counter = [0]
@@ -53,19 +69,13 @@ def render(node: Node, prefix: str = "c") -> str:
             counter[0] += 1
             return name, _ATOM
         if n.op == "num":
-            value = float(n.value if n.value is not None else 0.0)
-            text = _format_number(abs(value))
-            return ("(-" + text + ")", _ATOM) if value < 0 else (text, _ATOM)
+            return _number_text(float(n.value if n.value is not None else 0.0)), _ATOM
         if n.op == "neg":
-            text, p = go(n.args[0])
-            return "-" + (f"({text})" if p <= _PREC["neg"] else text), _PREC["neg"]
+            return _negation_text(*go(n.args[0])), _PREC["neg"]
         if n.op in _PREC:
             left, lp = go(n.args[0])
             right, rp = go(n.args[1])
-            left_paren, right_paren = _parentheses(n.op, lp, rp, n.args[1].op == "neg")
-            left = f"({left})" if left_paren else left
-            right = f"({right})" if right_paren else right
-            return left + _SYMBOL[n.op] + right, _PREC[n.op]
+            return _binary_text(n, left, lp, right, rp), _PREC[n.op]
         text, _ = go(n.args[0])
         return f"{n.op}({text})", _ATOM
 
@@ -124,25 +134,21 @@ def render_as_parsed(node: Node, prefix: str = "c") -> Rendered | None:
             tree = Node("num", (), math.pi, "pi") if text == "pi" else Node("num", (), float(text))
             if value < 0:
                 tree = _negated(tree)
-                return "(-" + text + ")", _ATOM, tree, 1 + (tree.op == "neg"), 1
-            return text, _ATOM, tree, 1, 1
+            return _number_text(value), _ATOM, tree, 1 + (tree.op == "neg"), 1
         if op == "neg":
             text, p, inner, count, d = go(n.args[0])
             tree = _negated(inner)
-            return ("-" + (f"({text})" if p <= _PREC["neg"] else text), _PREC["neg"], tree,
-                    count + (tree.op == "neg"), d + 1)
+            return _negation_text(text, p), _PREC["neg"], tree, count + (tree.op == "neg"), d + 1
         if op in _PREC:
             left, lp, ltree, lcount, ld = go(n.args[0])
             right, rp, rtree, rcount, rd = go(n.args[1])
-            left_paren, right_paren = _parentheses(op, lp, rp, n.args[1].op == "neg")
+            _, right_paren = _parentheses(op, lp, rp, n.args[1].op == "neg")
             chain = _CHAINS.get(op, ())
             if not right_paren and rtree.op in chain:
                 tree = _graft(op, ltree, rtree, chain)
             else:
                 tree = Node(op, (ltree, rtree))
-            left = f"({left})" if left_paren else left
-            right = f"({right})" if right_paren else right
-            return (left + _SYMBOL[op] + right, _PREC[op], tree, lcount + rcount + 1,
+            return (_binary_text(n, left, lp, right, rp), _PREC[op], tree, lcount + rcount + 1,
                     max(ld, rd) + 1)
         text, _, inner, count, d = go(n.args[0])
         return f"{op}({text})", _ATOM, Node(op, (inner,)), count + 1, d + 1

@@ -1,7 +1,7 @@
 """Pure helpers over the formula AST (:class:`sr_dist.formula.Node`) for the evolve search.
 
 The search edits trees, never text: these functions build, walk, rewrite, tidy and render
-trees (the rendering itself is :mod:`sr_dist.sr.evolve.rendering`, re-exported here).
+trees (the rendering itself is :mod:`sr_dist.sr.evolve.rendering`; ``render`` is re-exported here).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from sr_dist.formula import BINARY_OPS, UNARY_OPS, Node, evaluate_numpy
 from sr_dist.formula import free_constant_prefix as constant_prefix  # the one naming rule
-from sr_dist.sr.evolve.rendering import Rendered, render, render_as_parsed
+from sr_dist.sr.evolve.rendering import render
 
 __all__ = [
     "Path",
@@ -31,8 +31,6 @@ __all__ = [
     "replace",
     "tidy",
     "render",
-    "render_as_parsed",
-    "Rendered",
     "name_constants",
     "with_constant_values",
     "constant_values",

@@ -12,14 +12,13 @@ from sr_dist.formula import FormulaError, Node, parse_formula
 from sr_dist.formula.memo import clear_memo, parse_cached
 from sr_dist.sr.evolve.keying import Keyer
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, finish, random_tree
+from sr_dist.sr.evolve.rendering import render, render_as_parsed
 from sr_dist.sr.evolve.tree import (
     binary,
     const,
     count_constants,
     name_constants,
     num,
-    render,
-    render_as_parsed,
     unary,
     var,
     with_constant_values,
