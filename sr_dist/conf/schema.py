@@ -378,6 +378,10 @@ class EvaluatorConfig(_Group):
     #: batch's cost per formula hardly depends on its size and waiting idled the evaluator
     #: (evaluator/gpu.yaml sets 0.02: wide batches are what a GPU is fast on).
     max_wait_s: float = 0.0
+    #: Dispatch the next batch before the running one is read back, so the device fits one
+    #: batch while the host packs the next and answers the last (the same results;
+    #: docs/evaluator.md "Pipelining"). ``false``: one batch at a time.
+    pipeline: bool = True
     #: Compile the common shape buckets before the search's clock starts. Off on the CPU: the
     #: search starts once the agents are prepared, and the evaluator compiles (or loads from
     #: the persistent cache) what its first requests need while they propose. evaluator=gpu
@@ -445,6 +449,7 @@ class EvaluatorConfig(_Group):
         _set(self, "max_wait_s", float_value(self.max_wait_s, f"{p}.max_wait_s",
                                              non_negative=True))
         _set(self, "warmup", bool_value(self.warmup, f"{p}.warmup"))
+        _set(self, "pipeline", bool_value(self.pipeline, f"{p}.pipeline"))
         _set(self, "variable_projection", bool_value(self.variable_projection,
                                                      f"{p}.variable_projection"))
         _set(self, "max_restarts", int_value(self.max_restarts, f"{p}.max_restarts", minimum=0))

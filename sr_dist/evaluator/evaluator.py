@@ -14,7 +14,7 @@ import math
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import (
@@ -445,6 +445,23 @@ class _Launched(NamedTuple):
     pending: Any  # kernels.FitOutput of device arrays
 
 
+@dataclass
+class PendingFits:
+    """A ``fit_many`` call begun (its batches dispatched) but not finished (``Evaluator.begin``
+    and ``Evaluator.finish``): what ``finish`` needs to read the fits back and answer."""
+
+    seq: int
+    results: list[Any]  # FitResult | None per item (failures decided at the start)
+    parsed: list[Any]  # Formula | PreparedFormula | None per item
+    jobs: dict[str, _Job]
+    launched: list[_Launched]
+    failed: dict[str, _Entry]  # batches that failed to dispatch
+    started_at: float
+    compile_s: float
+    #: The results, once finished (a later call's ``finish`` finishes the older calls first).
+    answer: list[Any] | None = None
+
+
 class _PredictItem(NamedTuple):
     """One formula of an ``evaluate_many`` call, lowered, with its constant values."""
 
@@ -499,6 +516,13 @@ class Evaluator:
         self._parse_lock = threading.Lock()
         self._stats = _Stats()
         self._pending_compile_s = 0.0
+        #: Calls begun and not yet finished, oldest first, and the structures they fit
+        #: (canonical -> (call seq, local search)): a later call serves those from the cache
+        #: once the earlier one is finished, as if it had come after it.
+        self._unfinished: deque[PendingFits] = deque()
+        self._in_flight: dict[str, tuple[int, bool]] = {}
+        self._seq = 0
+        self._last_read = 0.0  # when the last batch was read back (busy time is not counted twice)
         self._hints: DataHints | None = None
         self._prepare_data()
 
@@ -636,10 +660,51 @@ class Evaluator:
         either way, except that a request without a start refits one that was only searched
         locally. ``ValueError`` for a ``starts`` list of the wrong length; a start that does
         not suit its formula makes that formula ``invalid``."""
+        return self.finish(self.begin(formulas, starts))
+
+    def begin(self, formulas: Iterable[str | Formula | PreparedFormula],
+              starts: Sequence[Mapping[str, float] | None] | None = None) -> PendingFits:
+        """The first half of :meth:`fit_many`: parse, look up the cache and dispatch the fits
+        (JAX runs them asynchronously); :meth:`finish` reads them back and answers.
+
+        A caller that begins the next call before it finishes this one keeps the device busy
+        while the host packs one call and answers the other. Calls are answered in the order
+        they were begun (finishing one finishes the older ones first), and a structure that an
+        unfinished call fits is not fitted again: it is served from the cache once that call is
+        finished. So ``begin(a); begin(b); finish(b); finish(a)`` answers as ``fit_many(a);
+        fit_many(b)`` does."""
         items = list(formulas)
         given = check_starts(starts, len(items))
         with self._lock:
-            return self._fit_many(items, given)
+            return self._begin(items, given)
+
+    @staticmethod
+    def wait(pending: PendingFits) -> None:
+        """Block until the device is done with a begun call (no lock held: other calls can be
+        begun meanwhile); errors are left for :meth:`finish` to report."""
+        for item in pending.launched:
+            try:
+                for leaf in item.pending:
+                    leaf.block_until_ready()
+            except Exception:  # noqa: BLE001
+                continue
+
+    def finish(self, pending: PendingFits) -> list[FitResult]:
+        """Read a begun call's fits back (waiting for the device), cache them and return one
+        result per formula (older unfinished calls are finished first; a finished call
+        returns its results again). ``ValueError`` for a call this evaluator did not begin."""
+        with self._lock:
+            if pending.answer is None and not any(p is pending for p in self._unfinished):
+                raise ValueError("finish() takes what this evaluator's begin() returned")
+            while pending.answer is None:
+                oldest = self._unfinished.popleft()
+                try:
+                    oldest.answer = self._finish(oldest)
+                finally:
+                    for canon in oldest.jobs:
+                        if self._in_flight.get(canon, (None,))[0] == oldest.seq:
+                            del self._in_flight[canon]
+            return pending.answer
 
     def fit(self, formula: str | Formula | PreparedFormula) -> FitResult:
         """Fit one formula (a batch of one)."""
@@ -725,8 +790,8 @@ class Evaluator:
     def _bucket_for(self, prog: Program) -> Bucket:
         return bucket_for(prog, self.options.const_buckets)
 
-    def _fit_many(self, items: list[Any],
-                  starts: Sequence[Mapping[str, Any] | None]) -> list[FitResult]:
+    def _begin(self, items: list[Any],
+               starts: Sequence[Mapping[str, Any] | None]) -> PendingFits:
         stats = self._stats
         stats.submitted += len(items)
         fit_key = self.options.fit_key()
@@ -761,6 +826,9 @@ class Evaluator:
             known = self._cache.get(ckey)
             if known is not None and (start is not None or not known.local):
                 continue
+            flying = self._in_flight.get(f.canonical)
+            if flying is not None and (start is not None or not flying[1]):
+                continue  # an unfinished call fits it: served from the cache at finish()
             pending = jobs.get(f.canonical)
             if pending is not None:
                 if pending.start is not None and start is None:  # a full fit serves both
@@ -792,7 +860,23 @@ class Evaluator:
             jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity,
                                      bucket, start, f)
 
-        fresh = self._run_jobs(list(jobs.values()))
+        self._seq += 1
+        compile_before = self._pending_compile_s
+        started = time.perf_counter()
+        failed_out, launched = self._launch_jobs(list(jobs.values()))
+        begun = PendingFits(self._seq, results, parsed, jobs, launched, failed_out, started,
+                            self._pending_compile_s - compile_before)
+        self._pending_compile_s = compile_before
+        for canon, job in jobs.items():
+            self._in_flight[canon] = (begun.seq, self._is_local(job))
+        self._unfinished.append(begun)
+        return begun
+
+    def _finish(self, pending: PendingFits) -> list[FitResult]:
+        stats = self._stats
+        fit_key = self.options.fit_key()
+        results, parsed, jobs = pending.results, pending.parsed, pending.jobs
+        fresh = self._read_jobs(pending)
         self._wrap_phases(fresh, jobs)
         self._refine(fresh, {f.canonical: f for f in parsed if f is not None and f.canonical in jobs})
         if self.options.metrics:
@@ -813,7 +897,7 @@ class Evaluator:
             cached = found is None or f.canonical in served
             if found is None:
                 found = self._cache.get(ckey)
-                if found is None:
+                if found is None:  # evicted, or its fit in an earlier call failed
                     results[i] = failed(f.text, "error", "internal: result missing from cache",
                                         f.canonical, f.complexity)
                     stats.errors += 1
@@ -895,22 +979,23 @@ class Evaluator:
             train_loss=m.train_loss, val_loss=m.val_loss, metrics=dict(m.extra),
             rank_by=self.options.rank_by, local=entry.local)
 
-    def _run_jobs(self, jobs: list[_Job]) -> dict[str, _Entry]:
-        """Fit unique structures bucket by bucket; returns canonical -> cache entry.
+    @staticmethod
+    def _is_local(job: _Job) -> bool:
+        """A local search (a start and constants to search); else it joins the full fits."""
+        return job.start is not None and job.bucket.n_consts > 0
 
-        Every batch is dispatched before any result is read: with JAX's asynchronous dispatch
-        the host packs the next batch while the device runs the previous one. (Executions on
-        one JAX CPU device run one at a time, so this overlaps host work, not two batches.)
-        """
+    def _launch_jobs(self, jobs: list[_Job]) -> tuple[dict[str, _Entry], list[_Launched]]:
+        """Dispatch unique structures bucket by bucket, every batch before any is read: with
+        JAX's asynchronous dispatch the host packs the next batch while the device runs the
+        previous one. (Executions on one JAX CPU device run one at a time, so this overlaps
+        host work, not two batches.) Returns the batches that failed to dispatch and the
+        dispatched ones."""
         groups: dict[tuple[Bucket, bool], list[_Job]] = {}
         for job in jobs:
-            # A constant-free structure has nothing to search: it joins the full fits.
-            local = job.start is not None and job.bucket.n_consts > 0
-            groups.setdefault((job.bucket, local), []).append(job)
-        out: dict[str, _Entry] = {}
+            groups.setdefault((job.bucket, self._is_local(job)), []).append(job)
+        failed_out: dict[str, _Entry] = {}
         cap = batch_capacity(self.options.batch_size, self._mode)
         launched: list[_Launched] = []
-        t0 = time.perf_counter()
         for (bucket, local), group in groups.items():
             for start in range(0, len(group), cap):
                 batch = group[start:start + cap]
@@ -918,8 +1003,15 @@ class Evaluator:
                     launched.append(_Launched(batch, bucket, local,
                                               self._launch(batch, bucket, local)))
                 except Exception as exc:  # noqa: BLE001 - report, never raise out of fit_many
-                    self._fail(out, batch, exc)
-        for item in launched:
+                    self._fail(failed_out, batch, exc)
+        return failed_out, launched
+
+    def _read_jobs(self, pending: PendingFits) -> dict[str, _Entry]:
+        """Read a call's dispatched batches back; canonical -> cache entry. Its fit seconds
+        are the wall time from its dispatch (or the previous read, whichever is later) to
+        its last read, less its compiles, shared equally by its fits."""
+        out = dict(pending.failed)
+        for item in pending.launched:
             try:
                 p = item.pending
                 host = _HostFit(np.asarray(p.consts), np.asarray(p.fit_sse), np.asarray(p.iters),
@@ -929,13 +1021,14 @@ class Evaluator:
                 self._fail(out, item.jobs, exc)
                 continue
             out.update(self._collect(item.jobs, item.bucket, host, item.local))
-        elapsed = time.perf_counter() - t0 - self._pending_compile_s
-        self._pending_compile_s = 0.0
-        fitted = sum(len(item.jobs) for item in launched)
+        now = time.perf_counter()
+        elapsed = now - max(pending.started_at, self._last_read) - pending.compile_s
+        self._last_read = now
+        fitted = sum(len(item.jobs) for item in pending.launched)
         if fitted:
             self._stats.fit_s += max(elapsed, 0.0)
             per = max(elapsed, 0.0) / fitted
-            for item in launched:
+            for item in pending.launched:
                 for job in item.jobs:
                     entry = out.get(job.canonical)
                     if entry is not None and entry.status != "error":

@@ -145,7 +145,8 @@ class EvaluatorActor:
 
         self._service = BatchingEvaluator(self._evaluator, settings.max_batch,
                                           settings.max_wait_s, key, max_queue=settings.max_queue,
-                                          max_queue_s=settings.max_queue_s)
+                                          max_queue_s=settings.max_queue_s,
+                                          pipeline=settings.pipeline)
         self._replica = int(replica)
         self._instance = f"{os.getpid()}-{secrets.token_hex(3)}"
         context = ray.get_runtime_context()

@@ -16,6 +16,7 @@ import asyncio
 import collections
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sr_dist.formula import Node, free_constant_prefix, render
@@ -119,6 +120,16 @@ class _Waiter:
         self.admitted = False
 
 
+@dataclass(frozen=True)
+class _Running:
+    """A batch taken from the queue: dispatched (``handle``, the evaluator's ``begin``), or
+    to be fitted whole (``None``)."""
+
+    batch: Batch
+    handle: Any
+    started: float
+
+
 class BatchingEvaluator:
     """Micro-batches concurrent ``fit_many`` calls into one evaluator (see module docstring).
 
@@ -133,6 +144,9 @@ class BatchingEvaluator:
             long, so no formula waits in the queue much longer than about twice this. Requests
             beyond it wait to be admitted (``held_back``), which is where a saturated pool
             makes agents wait.
+        pipeline: with an evaluator that has ``begin``, ``wait`` and ``finish``, dispatch the
+            next batch while the device still fits the last one (see ``_loop``); ``False``:
+            one batch at a time.
     """
 
     def __init__(
@@ -144,12 +158,17 @@ class BatchingEvaluator:
         clock: Callable[[], float] = time.monotonic,
         max_queue: int | None = None,
         max_queue_s: float | None = None,
+        pipeline: bool = True,
     ) -> None:
         if max_queue is not None and max_queue < 1:
             raise ValueError(f"max_queue must be at least 1, got {max_queue!r}")
         if max_queue_s is not None and not max_queue_s > 0:
             raise ValueError(f"max_queue_s must be positive, got {max_queue_s!r}")
         self._evaluator = evaluator
+        #: Dispatch the next batch while the device still fits the last one (needs the
+        #: evaluator's ``begin``, ``wait`` and ``finish``; see ``_loop``).
+        self._pipeline = pipeline and all(callable(getattr(evaluator, name, None))
+                                          for name in ("begin", "wait", "finish"))
         self._batcher: MicroBatcher[Any] = MicroBatcher(
             max_batch, max_wait_s, memo_key(key) if key is not None else None)
         self._clock = clock
@@ -354,10 +373,38 @@ class BatchingEvaluator:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="sr-dist-batcher")
 
     async def _loop(self) -> None:
+        """Take due batches and fit them. With an evaluator that can begin a call before the
+        last one is finished (``begin``/``finish``, ``Evaluator``'s), the next due batch is
+        dispatched while the device still fits the running one, so it fits one batch while
+        the host packs the next and answers the last. A running batch the device is done with,
+        or with no other batch due, is finished first: its callers are waiting."""
         assert self._wake is not None
         wake = self._wake
+        running: _Running | None = None
+        device_done: asyncio.Future[None] | None = None  # the running batch's device work
         while True:
             limit = self._batch_limit()
+            if running is not None:
+                assert device_done is not None
+                batch = None
+                if not device_done.done():
+                    batch = self._batcher.take(self._clock(), limit=limit)
+                    if batch is None:  # wait for a request or for the device, whichever first
+                        woken = asyncio.ensure_future(wake.wait())
+                        either: set[asyncio.Future[Any]] = {device_done, woken}
+                        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                        woken.cancel()
+                        wake.clear()
+                        continue
+                following = None
+                if batch is not None:
+                    self._admit()
+                    following = await self._begin(batch)
+                await self._finish(running)
+                running, device_done = following, None
+                if following is not None and following.handle is not None:
+                    device_done = self._device_done(following)
+                continue
             wait = self._batcher.wait_time(self._clock(), self._idle_since, limit)
             if wait is None or wait > 0:
                 try:
@@ -369,32 +416,70 @@ class BatchingEvaluator:
             batch = self._batcher.take(self._clock(), idle_since=self._idle_since, limit=limit)
             if batch is not None:
                 self._admit()
-                await self._run(batch)
+                started = await self._begin(batch)
+                if started is not None and started.handle is None:  # no pipelining
+                    await self._finish(started)
+                elif started is not None:
+                    running, device_done = started, self._device_done(started)
 
-    async def _run(self, batch: Batch) -> None:
+    def _device_done(self, running: _Running) -> asyncio.Future[None]:
+        """Resolves when the device is done with ``running`` (a worker thread waits for it)."""
+        return asyncio.ensure_future(asyncio.to_thread(
+            self._evaluator.wait, running.handle))  # type: ignore[attr-defined]
+
+    async def _begin(self, batch: Batch) -> _Running | None:
+        """Dispatch ``batch`` where the evaluator can (``None`` if that failed: its callers
+        have their error); otherwise it is fitted whole by :meth:`_finish`."""
         start = self._clock()
+        if not self._pipeline:
+            return _Running(batch, None, start)
         try:
-            if batch.starts:
+            handle = await asyncio.to_thread(self._evaluator.begin,  # type: ignore[attr-defined]
+                                             list(batch.items),
+                                             list(batch.starts) if batch.starts else None)
+        except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the service
+            self._fail(batch, exc)
+            self._account(start, len(batch.expressions))
+            return None
+        return _Running(batch, handle, start)
+
+    async def _finish(self, running: _Running) -> None:
+        batch = running.batch
+        try:
+            if running.handle is not None:
+                results = await asyncio.to_thread(self._evaluator.finish,  # type: ignore[attr-defined]
+                                                  running.handle)
+            elif batch.starts:
                 results = await asyncio.to_thread(self._evaluator.fit_many,
                                                   list(batch.items), list(batch.starts))
             else:
                 results = await asyncio.to_thread(self._evaluator.fit_many, list(batch.items))
             completions = self._batcher.complete(batch, results)
         except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the service
-            self._failed_batches += 1
-            error = EvaluationFailed(f"evaluating a batch of {len(batch.expressions)} formulas "
-                                     f"failed: {type(exc).__name__}: {exc}")
-            for ticket in {ticket for ticket, _, _ in batch.slots}:
-                self._batcher.cancel(ticket)
-                future = self._futures.pop(ticket, None)
-                if future is not None and not future.done():
-                    future.set_exception(error)
+            self._fail(batch, exc)
             return
         finally:
-            self._idle_since = self._clock()
-            self._busy_s += self._idle_since - start
-            self._note_rate(len(batch.expressions), self._idle_since - start)
+            self._account(running.started, len(batch.expressions))
         for done in completions:
             future = self._futures.pop(done.ticket, None)
             if future is not None and not future.done():
                 future.set_result(done.results)
+
+    def _fail(self, batch: Batch, exc: Exception) -> None:
+        self._failed_batches += 1
+        error = EvaluationFailed(f"evaluating a batch of {len(batch.expressions)} formulas "
+                                 f"failed: {type(exc).__name__}: {exc}")
+        for ticket in {ticket for ticket, _, _ in batch.slots}:
+            self._batcher.cancel(ticket)
+            future = self._futures.pop(ticket, None)
+            if future is not None and not future.done():
+                future.set_exception(error)
+
+    def _account(self, started: float, formulas: int) -> None:
+        """Busy time from a batch's start (or the last batch's end, if later: pipelined
+        batches overlap) to its end; the evaluator counts as idle from here."""
+        now = self._clock()
+        busy = max(0.0, now - max(started, self._idle_since or started))
+        self._idle_since = now
+        self._busy_s += busy
+        self._note_rate(formulas, busy)

@@ -75,6 +75,8 @@ class EvaluatorSettings:
     max_in_flight: int = 4
     #: Queue latency target per replica, seconds (``None``: none).
     max_queue_s: float | None = None
+    #: Dispatch the next batch before the running one is read back (``evaluator.pipeline``).
+    pipeline: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +152,7 @@ def _evaluator(section: Mapping[str, Any], base: Path) -> EvaluatorSettings:
         max_queue=evaluator.max_queue,
         max_in_flight=evaluator.max_in_flight,
         max_queue_s=evaluator.max_queue_s,
+        pipeline=evaluator.pipeline,
         options=evaluator.evaluator_options(),
     )
 

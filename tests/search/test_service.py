@@ -383,3 +383,91 @@ def test_starts_reach_the_evaluator_and_come_back_local(evaluator: Evaluator) ->
     first, second = asyncio.run(scenario())
     assert [r.local for r in first] == [True, False] and second[0].local
     assert second[0].status == "ok" and set(second[0].constants) == {"m"}
+
+
+# --- pipelining (an evaluator with begin / running / finish) -------------------------------------
+
+class _PipelinedEvaluator:
+    """``begin`` "dispatches" a batch that the device is busy with for ``seconds``; ``wait``
+    and ``finish`` wait for it. It logs the order of calls and fails batches holding ``bad``."""
+
+    def __init__(self, seconds: float = 0.05) -> None:
+        self.seconds = seconds
+        self.log: list[tuple[str, tuple[str, ...]]] = []
+        self.fits = 0
+        self._lock = threading.Lock()
+
+    def begin(self, formulas: list[str], starts: Any = None) -> dict[str, Any]:
+        if "bad" in formulas:
+            raise RuntimeError("device lost")
+        with self._lock:
+            self.log.append(("begin", tuple(formulas)))
+        return {"formulas": tuple(formulas), "done_at": time.monotonic() + self.seconds}
+
+    def wait(self, handle: dict[str, Any]) -> None:
+        time.sleep(max(0.0, handle["done_at"] - time.monotonic()))
+
+    def finish(self, handle: dict[str, Any]) -> list[str]:
+        time.sleep(max(0.0, handle["done_at"] - time.monotonic()))
+        with self._lock:
+            self.log.append(("finish", handle["formulas"]))
+            self.fits += len(handle["formulas"])
+        return [f"fit:{f}" for f in handle["formulas"]]
+
+    def fit_many(self, formulas: list[str], starts: Any = None) -> list[str]:
+        return self.finish(self.begin(formulas, starts))
+
+    def stats(self) -> dict[str, Any]:
+        return {"fits": self.fits}
+
+
+def _two_agents(service: BatchingEvaluator, first: list[str], second: list[str]) -> list[Any]:
+    async def scenario() -> list[Any]:
+        a = asyncio.ensure_future(service.fit_many(first, 0))
+        await asyncio.sleep(0.01)  # the first batch is dispatched alone
+        b = asyncio.ensure_future(service.fit_many(second, 1))
+        return list(await asyncio.gather(a, b, return_exceptions=True))
+
+    return asyncio.run(scenario())
+
+
+def test_the_next_batch_is_dispatched_while_the_device_fits_the_last() -> None:
+    fake = _PipelinedEvaluator(0.2)
+    service = BatchingEvaluator(fake, max_batch=4, max_wait_s=0.0)
+    first, second = _two_agents(service, ["x", "y"], ["z"])
+    assert first == ["fit:x", "fit:y"] and second == ["fit:z"]
+    assert [event for event, _ in fake.log] == ["begin", "begin", "finish", "finish"]
+    assert fake.log[2] == ("finish", ("x", "y"))  # answered in the order they were begun
+    assert service.stats()["busy_s"] < 0.2 * 2 + 0.15  # overlapping batches counted once
+
+
+def test_without_pipelining_one_batch_at_a_time() -> None:
+    fake = _PipelinedEvaluator(0.1)
+    service = BatchingEvaluator(fake, max_batch=4, max_wait_s=0.0, pipeline=False)
+    first, second = _two_agents(service, ["x"], ["z"])
+    assert first == ["fit:x"] and second == ["fit:z"]
+    assert [event for event, _ in fake.log] == ["begin", "finish", "begin", "finish"]
+
+
+def test_a_batch_the_device_is_done_with_is_answered_before_the_next_is_packed() -> None:
+    fake = _PipelinedEvaluator(0.0)
+    service = BatchingEvaluator(fake, max_batch=4, max_wait_s=0.0)
+    _two_agents(service, ["x"], ["z"])
+    assert [event for event, _ in fake.log] == ["begin", "finish", "begin", "finish"]
+
+
+def test_a_batch_that_fails_to_dispatch_fails_its_callers_only() -> None:
+    fake = _PipelinedEvaluator(0.2)
+    service = BatchingEvaluator(fake, max_batch=4, max_wait_s=0.0)
+
+    async def scenario() -> list[Any]:
+        a = asyncio.ensure_future(service.fit_many(["x"], 0))
+        await asyncio.sleep(0.01)
+        b = asyncio.ensure_future(service.fit_many(["bad"], 1))
+        done = list(await asyncio.gather(a, b, return_exceptions=True))
+        return [*done, await service.fit_many(["w"], 0)]
+
+    first, second, again = asyncio.run(scenario())
+    assert first == ["fit:x"] and again == ["fit:w"]
+    assert isinstance(second, EvaluationFailed) and "device lost" in str(second)
+    assert service.stats()["failed_batches"] == 1
