@@ -1275,6 +1275,7 @@ __all__ = [
     "DatasetLike",
     "Evaluator",
     "EvaluatorOptions",
+    "PendingFits",
     "SizeClass",
     "bucket_for",
     "enable_persistent_cache",

@@ -181,6 +181,7 @@ def test_bad_replicas_are_refused_naming_the_key(value: Any, shown: str) -> None
     ("evaluator.replicas=auto", "auto"), ("evaluator.replicas=2", 2),
     ("evaluator.cpus_per_replica=2", 2), ("evaluator.max_queue=1", 1),
     ("evaluator.max_in_flight=1", 1), ("search.agents_per_actor=8", 8),
+    ("evaluator.pipeline=false", False), ("evaluator.pipeline=true", True),
 ])
 def test_pool_overrides_reach_settings(override: str, expected: Any, tmp_path: Path) -> None:
     settings = settings_from_config(_compose(override), base_dir=tmp_path)
@@ -200,6 +201,7 @@ def test_pool_overrides_reach_settings(override: str, expected: Any, tmp_path: P
     ("evaluator.max_in_flight=true", "evaluator.max_in_flight must be an integer, got True"),
     ("search.agents_per_actor=0", "search.agents_per_actor must be positive, got 0"),
     ("search.agents_per_actor=many", "search.agents_per_actor must be an integer, got 'many'"),
+    ("evaluator.pipeline=sometimes", "evaluator.pipeline must be true or false, got 'sometimes'"),
 ])
 def test_bad_pool_values_are_refused(override: str, message: str, tmp_path: Path) -> None:
     with pytest.raises(SettingsError) as info:
