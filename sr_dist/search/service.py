@@ -374,10 +374,10 @@ class BatchingEvaluator:
 
     async def _loop(self) -> None:
         """Take due batches and fit them. With an evaluator that can begin a call before the
-        last one is finished (``begin``/``finish``, ``Evaluator``'s), the next due batch is
-        dispatched while the device still fits the running one, so it fits one batch while
-        the host packs the next and answers the last. A running batch the device is done with,
-        or with no other batch due, is finished first: its callers are waiting."""
+        last one is finished (``begin``, ``wait`` and ``finish``: ``Evaluator``'s), the next due
+        batch is dispatched while the device still fits the running one, so it fits one batch
+        while the host packs the next and answers the last. A running batch the device is done
+        with, or with no other batch due, is finished first: its callers are waiting."""
         assert self._wake is not None
         wake = self._wake
         running: _Running | None = None
