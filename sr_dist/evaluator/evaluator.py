@@ -450,7 +450,6 @@ class PendingFits:
     """A ``fit_many`` call begun (its batches dispatched) but not finished (``Evaluator.begin``
     and ``Evaluator.finish``): what ``finish`` needs to read the fits back and answer."""
 
-    seq: int
     results: list[Any]  # FitResult | None per item (failures decided at the start)
     parsed: list[Any]  # Formula | PreparedFormula | None per item
     jobs: dict[str, _Job]
@@ -516,12 +515,9 @@ class Evaluator:
         self._parse_lock = threading.Lock()
         self._stats = _Stats()
         self._pending_compile_s = 0.0
-        #: Calls begun and not yet finished, oldest first, and the structures they fit
-        #: (canonical -> (call seq, local search)): a later call serves those from the cache
-        #: once the earlier one is finished, as if it had come after it.
+        #: Calls begun and not yet finished, oldest first: a later call serves the structures
+        #: they fit from the cache once they are finished, as if it had come after them.
         self._unfinished: deque[PendingFits] = deque()
-        self._in_flight: dict[str, tuple[int, bool]] = {}
-        self._seq = 0
         self._last_read = 0.0  # when the last batch was read back (busy time is not counted twice)
         self._hints: DataHints | None = None
         self._prepare_data()
@@ -698,12 +694,7 @@ class Evaluator:
                 raise ValueError("finish() takes what this evaluator's begin() returned")
             while pending.answer is None:
                 oldest = self._unfinished.popleft()
-                try:
-                    oldest.answer = self._finish(oldest)
-                finally:
-                    for canon in oldest.jobs:
-                        if self._in_flight.get(canon, (None,))[0] == oldest.seq:
-                            del self._in_flight[canon]
+                oldest.answer = self._finish(oldest)
             return pending.answer
 
     def fit(self, formula: str | Formula | PreparedFormula) -> FitResult:
@@ -826,8 +817,7 @@ class Evaluator:
             known = self._cache.get(ckey)
             if known is not None and (start is not None or not known.local):
                 continue
-            flying = self._in_flight.get(f.canonical)
-            if flying is not None and (start is not None or not flying[1]):
+            if self._fitting(f.canonical, full=start is None):
                 continue  # an unfinished call fits it: served from the cache at finish()
             pending = jobs.get(f.canonical)
             if pending is not None:
@@ -860,17 +850,20 @@ class Evaluator:
             jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity,
                                      bucket, start, f)
 
-        self._seq += 1
         compile_before = self._pending_compile_s
         started = time.perf_counter()
         failed_out, launched = self._launch_jobs(list(jobs.values()))
-        begun = PendingFits(self._seq, results, parsed, jobs, launched, failed_out, started,
+        begun = PendingFits(results, parsed, jobs, launched, failed_out, started,
                             self._pending_compile_s - compile_before)
         self._pending_compile_s = compile_before
-        for canon, job in jobs.items():
-            self._in_flight[canon] = (begun.seq, self._is_local(job))
         self._unfinished.append(begun)
         return begun
+
+    def _fitting(self, canonical: str, full: bool) -> bool:
+        """Whether an unfinished call fits ``canonical`` in a way that serves this request (a
+        full fit serves every request; a local search only requests with a start)."""
+        return any(job is not None and not (full and self._is_local(job))
+                   for job in (p.jobs.get(canonical) for p in self._unfinished))
 
     def _finish(self, pending: PendingFits) -> list[FitResult]:
         stats = self._stats
