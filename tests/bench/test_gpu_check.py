@@ -78,13 +78,16 @@ def test_the_dry_run_prints_the_table_without_ray_or_hydra(tmp_path: Path) -> No
     assert "| device | n (train rows) | batch (unique) | fits/s warm |" in out
     for batch in (8, 16):
         row = re.search(rf"^\| cpu \| 200 \(\d+\) \| {batch} \((\d+)\) \| ([0-9.]+) \|.*"
-                        rf"\| ([0-9.]+) \((\d+)\) \| ([^|]+) \| \d+ \|$", out, re.MULTILINE)
+                        rf"\| ([0-9.]+) \((\d+)\) \| ([0-9.]+) \| ([^|]+) \| \d+ \|$", out,
+                        re.MULTILINE)
         assert row, f"no row for batch {batch} in:\n{out}"
         assert int(row.group(1)) == batch  # the dry run's formulas are all distinct
         assert float(row.group(2)) > 0
         # The offspring's path: every ok formula fitted again from its constants, 10% off.
         assert float(row.group(3)) > 0 and 0 < int(row.group(4)) <= batch
-        assert row.group(5).strip().startswith("ok "), row.group(0)
+        # The same local fits as pipelined calls (Evaluator.begin/finish).
+        assert float(row.group(5)) > 0
+        assert row.group(6).strip().startswith("ok "), row.group(0)
     assert "Time budget spent" not in out
     assert "Loaded by the cells: none of" in out
     written = (tmp_path / "out" / "gpu_check.md").read_text()
