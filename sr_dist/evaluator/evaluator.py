@@ -514,7 +514,6 @@ class Evaluator:
         self._parsed: OrderedDict[str, Formula] = OrderedDict()
         self._parse_lock = threading.Lock()
         self._stats = _Stats()
-        self._pending_compile_s = 0.0
         #: Calls begun and not yet finished, oldest first: a later call serves the structures
         #: they fit from the cache once they are finished, as if it had come after them.
         self._unfinished: deque[PendingFits] = deque()
@@ -850,12 +849,9 @@ class Evaluator:
             jobs[f.canonical] = _Job(f.canonical, prog, len(f.canonical_constants), f.complexity,
                                      bucket, start, f)
 
-        compile_before = self._pending_compile_s
         started = time.perf_counter()
-        failed_out, launched = self._launch_jobs(list(jobs.values()))
-        begun = PendingFits(results, parsed, jobs, launched, failed_out, started,
-                            self._pending_compile_s - compile_before)
-        self._pending_compile_s = compile_before
+        failed_out, launched, compile_s = self._launch_jobs(list(jobs.values()))
+        begun = PendingFits(results, parsed, jobs, launched, failed_out, started, compile_s)
         self._unfinished.append(begun)
         return begun
 
@@ -977,27 +973,31 @@ class Evaluator:
         """A local search (a start and constants to search); else it joins the full fits."""
         return job.start is not None and job.bucket.n_consts > 0
 
-    def _launch_jobs(self, jobs: list[_Job]) -> tuple[dict[str, _Entry], list[_Launched]]:
+    def _launch_jobs(self, jobs: list[_Job]
+                     ) -> tuple[dict[str, _Entry], list[_Launched], float]:
         """Dispatch unique structures bucket by bucket, every batch before any is read: with
         JAX's asynchronous dispatch the host packs the next batch while the device runs the
         previous one. (Executions on one JAX CPU device run one at a time, so this overlaps
-        host work, not two batches.) Returns the batches that failed to dispatch and the
-        dispatched ones."""
+        host work, not two batches.) Returns the batches that failed to dispatch, the
+        dispatched ones and the seconds spent compiling for them."""
         groups: dict[tuple[Bucket, bool], list[_Job]] = {}
         for job in jobs:
             groups.setdefault((job.bucket, self._is_local(job)), []).append(job)
         failed_out: dict[str, _Entry] = {}
         cap = batch_capacity(self.options.batch_size, self._mode)
         launched: list[_Launched] = []
+        compile_s = 0.0
         for (bucket, local), group in groups.items():
             for start in range(0, len(group), cap):
                 batch = group[start:start + cap]
                 try:
-                    launched.append(_Launched(batch, bucket, local,
-                                              self._launch(batch, bucket, local)))
+                    pending, compiled = self._launch(batch, bucket, local)
                 except Exception as exc:  # noqa: BLE001 - report, never raise out of fit_many
                     self._fail(failed_out, batch, exc)
-        return failed_out, launched
+                    continue
+                launched.append(_Launched(batch, bucket, local, pending))
+                compile_s += compiled
+        return failed_out, launched, compile_s
 
     def _read_jobs(self, pending: PendingFits) -> dict[str, _Entry]:
         """Read a call's dispatched batches back; canonical -> cache entry. Its fit seconds
@@ -1034,8 +1034,10 @@ class Evaluator:
         for job in batch:
             out[job.canonical] = _Entry("error", msg, (), _NO_METRICS, 0.0, 0)
 
-    def _launch(self, batch: list[_Job], bucket: Bucket, local: bool = False) -> Any:
-        """Pack a batch, get its bucket's executable and dispatch it (returns device arrays).
+    def _launch(self, batch: list[_Job], bucket: Bucket,
+                local: bool = False) -> tuple[Any, float]:
+        """Pack a batch, get its bucket's executable and dispatch it (returns the device arrays
+        and the seconds spent compiling for it).
         ``local``: every job has a start; restart 0 begins there (a local search)."""
         from sr_dist.evaluator import kernels as _k
         from sr_dist.evaluator.interpreter import Layout
@@ -1091,8 +1093,7 @@ class Evaluator:
         if compile_s:
             self._stats.compiles += 1
             self._stats.compile_s += compile_s
-            self._pending_compile_s += compile_s
-        return exe(*args)
+        return exe(*args), compile_s
 
     def _collect(self, batch: list[_Job], bucket: Bucket,
                  host: _HostFit, local: bool = False) -> dict[str, _Entry]:
