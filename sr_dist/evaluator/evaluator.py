@@ -459,6 +459,9 @@ class PendingFits:
     compile_s: float
     #: The results, once finished (a later call's ``finish`` finishes the older calls first).
     answer: list[Any] | None = None
+    #: What stopped its finishing (reading back, refining or caching raised): ``finish``
+    #: raises it again for this call, and the calls begun after it still finish.
+    error: BaseException | None = None
 
 
 class _PredictItem(NamedTuple):
@@ -687,13 +690,23 @@ class Evaluator:
     def finish(self, pending: PendingFits) -> list[FitResult]:
         """Read a begun call's fits back (waiting for the device), cache them and return one
         result per formula (older unfinished calls are finished first; a finished call
-        returns its results again). ``ValueError`` for a call this evaluator did not begin."""
+        returns its results again). ``ValueError`` for a call this evaluator did not begin.
+        When finishing a call raises, that call's ``finish`` raises the error (later tries a
+        ``RuntimeError`` caused by it), and the calls begun after it finish as usual."""
         with self._lock:
+            if pending.error is not None:
+                raise RuntimeError("this call's fits could not be read back (the cause says "
+                                   "why); begin it again") from pending.error
             if pending.answer is None and not any(p is pending for p in self._unfinished):
                 raise ValueError("finish() takes what this evaluator's begin() returned")
             while pending.answer is None:
                 oldest = self._unfinished.popleft()
-                oldest.answer = self._finish(oldest)
+                try:
+                    oldest.answer = self._finish(oldest)
+                except Exception as exc:
+                    oldest.error = exc
+                    if oldest is pending:
+                        raise
             return pending.answer
 
     def fit(self, formula: str | Formula | PreparedFormula) -> FitResult:

@@ -119,3 +119,35 @@ def test_finish_refuses_a_call_from_another_evaluator(data: Dataset) -> None:
     with pytest.raises(ValueError, match="begin"):
         other.finish(pending)
     assert one.finish(pending)[0].status == "ok"
+
+
+class _FailsOnce(Evaluator):
+    """Finishing its first call raises (as a failed read-back or refit would)."""
+
+    failed = False
+
+    def _finish(self, pending: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise FloatingPointError("read-back failed")
+        return super()._finish(pending)
+
+
+def test_a_call_whose_finishing_failed_says_so_and_the_later_calls_finish(data: Dataset) -> None:
+    ev = _FailsOnce(data)
+    first = ev.begin(["a*x0 + b"])
+    second = ev.begin(["a*exp(-k*x2) + b*x0"])
+    # Finishing the second finishes the first before it: the first's failure is kept for it.
+    assert ev.finish(second)[0].status == "ok"
+    with pytest.raises(RuntimeError, match="begin it again") as raised:
+        ev.finish(first)
+    assert isinstance(raised.value.__cause__, FloatingPointError)
+    with pytest.raises(RuntimeError, match="begin it again"):
+        ev.finish(first)  # and on every later try
+
+
+def test_fit_many_raises_the_error_that_stopped_its_own_finishing(data: Dataset) -> None:
+    ev = _FailsOnce(data)
+    with pytest.raises(FloatingPointError, match="read-back failed"):
+        ev.fit_many(["a*x0 + b"])
+    assert ev.fit_many(["a*x0 + b"])[0].status == "ok"
