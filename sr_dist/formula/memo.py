@@ -14,7 +14,7 @@ from collections import OrderedDict
 from .core import Formula, parse_formula
 from .errors import FormulaError
 
-__all__ = ["PARSE_MEMO_SIZE", "clear_memo", "parse_cached", "remember"]
+__all__ = ["PARSE_MEMO_SIZE", "clear_memo", "parse_cached", "recall", "remember"]
 
 #: Formulas the memo keeps (least recently used dropped first); about 2.5 KiB each.
 PARSE_MEMO_SIZE = 65536
@@ -39,6 +39,18 @@ def parse_cached(text: str, variables: tuple[str, ...]) -> Formula | None:
         formula = None
     _store(key, formula)
     return formula
+
+
+def recall(text: str, variables: tuple[str, ...]) -> Formula | None:
+    """The formula the memo holds for ``text``, without parsing: None when it holds none (or
+    holds that the text does not parse). A proposer that built a text's tree itself asks here
+    before it canonicalizes: a bred formula is often one it bred before."""
+    key = (text, variables)
+    with _lock:
+        formula = _memo.get(key)
+        if formula is not None:
+            _memo.move_to_end(key)
+        return formula
 
 
 def remember(formula: Formula, variables: tuple[str, ...]) -> None:

@@ -13,7 +13,7 @@ limits, a name the parser would read otherwise) are parsed from their text as be
 from __future__ import annotations
 
 from sr_dist.formula import MAX_DEPTH, MAX_LENGTH, MAX_NODES, Formula, Node, is_identifier
-from sr_dist.formula.memo import parse_cached, remember
+from sr_dist.formula.memo import parse_cached, recall, remember
 from sr_dist.sr.evolve.rendering import render, render_as_parsed
 
 __all__ = ["Keyer"]
@@ -39,6 +39,9 @@ class Keyer:
             if (rendered is not None and len(rendered.text) <= MAX_LENGTH
                     and rendered.nodes <= MAX_NODES and 2 * rendered.depth + 1 <= MAX_DEPTH
                     and rendered.variables <= self.declared):
+                known = recall(rendered.text, self.variables)
+                if known is not None:  # bred before: its canonical form is known
+                    return known
                 formula = Formula.from_parsed(rendered.text, rendered.tree, self.variables,
                                               used=rendered.variables,
                                               constants=rendered.constants, nodes=rendered.nodes)

@@ -240,9 +240,30 @@ def tidy(node: Node, exponent: bool = False) -> Node:
     return _tidy(node)[0]
 
 
+#: Interior subtrees whose tidy form :func:`_tidy` remembers (by identity): offspring share
+#: most of their subtrees with their parents, and a parent breeds many offspring, so the same
+#: subtree objects come back turn after turn. Emptied when full (a memo of a pure function).
+TIDY_MEMO_SIZE = 1 << 16
+_tidied: dict[int, tuple[Node, tuple[Node, bool, bool]]] = {}
+
+
 def _tidy(node: Node) -> tuple[Node, bool, bool]:
     """:func:`tidy`, with whether the result has a variable and (for a result without one)
     whether it has a free constant, so no level walks its subtree again to find out."""
+    op = node.op
+    if op in ("var", "const", "num"):
+        return _tidy_node(node)
+    kept = _tidied.get(id(node))
+    if kept is not None and kept[0] is node:  # the entry keeps the node alive: its id is its own
+        return kept[1]
+    out = _tidy_node(node)
+    if len(_tidied) >= TIDY_MEMO_SIZE:
+        _tidied.clear()
+    _tidied[id(node)] = (node, out)
+    return out
+
+
+def _tidy_node(node: Node) -> tuple[Node, bool, bool]:
     op = node.op
     if op == "var":
         return node, True, False

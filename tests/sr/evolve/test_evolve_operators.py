@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sr_dist.formula import parse_formula
+from sr_dist.formula import Node, parse_formula
+from sr_dist.sr.evolve import tree as tree_module
 from sr_dist.sr.evolve.operators import (
     OPERATORS,
     Grammar,
@@ -105,6 +106,47 @@ def test_tidy_never_increases_size_or_constants() -> None:
         tidied = tidy(tree)
         assert size(tidied) <= size(tree)
         assert count_constants(tidied) <= count_constants(tree)
+
+
+def _fresh(node: Node) -> Node:
+    """An equal tree that shares no node object with ``node`` (so no memo entry applies)."""
+    return Node(node.op, tuple(_fresh(a) for a in node.args), node.value, node.name)
+
+
+@pytest.mark.parametrize("memo_size", [1 << 16, 7])
+def test_offspring_of_remembered_parents_equal_those_of_unshared_copies(
+        memo_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each operator tidies its offspring (``finish``), which share subtrees with their parents,
+    # whose tidy forms the memo holds by identity; the same draw from copies that share no
+    # node object (no memo entry applies) must breed the same tree. A small memo is emptied
+    # again and again on the way.
+    monkeypatch.setattr(tree_module, "TIDY_MEMO_SIZE", memo_size)
+    rng = np.random.default_rng(11)
+    parents = [tree for pair in _parents(rng, 20) for tree in pair]
+    names = sorted(OPERATORS)
+    bred = 0
+    for _ in range(600):
+        operator, _, arity = OPERATORS[names[int(rng.integers(len(names)))]]
+        chosen = tuple(parents[int(i)] for i in rng.integers(len(parents), size=2))[:arity]
+        state = rng.bit_generator.state
+        child = operator(chosen, rng, GRAMMAR)
+        again = np.random.default_rng(0)
+        again.bit_generator.state = state
+        assert child == operator(tuple(_fresh(p) for p in chosen), again, GRAMMAR)
+        bred += child is not None
+    assert bred > 300
+
+
+def test_tidy_of_trees_sharing_untidy_subtrees_equals_tidy_of_unshared_copies() -> None:
+    rng = np.random.default_rng(12)
+    raw = [random_tree(rng, GRAMMAR, 4) for _ in range(40)]
+    for tree in raw:
+        tidy(tree)  # the memo now holds each raw subtree's tidy form
+    for _ in range(300):
+        a, b = (raw[int(i)] for i in rng.integers(len(raw), size=2))
+        op = ("add", "sub", "mul", "div")[int(rng.integers(4))]
+        joined = Node(op, (a, Node("neg", (b,))))
+        assert tidy(joined) == tidy(_fresh(joined))
 
 
 def test_constant_prefix_avoids_variable_names() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sr_dist.formula import FormulaError, Node, parse_formula
-from sr_dist.formula.memo import clear_memo, parse_cached
+from sr_dist.formula.memo import clear_memo, parse_cached, recall
 from sr_dist.sr.evolve.keying import Keyer
 from sr_dist.sr.evolve.operators import OPERATORS, Grammar, finish, random_tree
 from sr_dist.sr.evolve.rendering import render, render_as_parsed
@@ -123,3 +123,18 @@ def test_a_keyed_formula_is_what_the_memo_then_returns() -> None:
     keyed = Keyer(VARIABLES, "c")(tree)
     assert keyed is not None
     assert parse_cached(keyed.text, VARIABLES) is keyed
+
+
+def test_a_tree_bred_again_is_keyed_from_the_memo() -> None:
+    clear_memo()
+    tree = binary("add", binary("mul", const(), unary("sin", x0)), binary("div", x1, const()))
+    text = render(tree)
+    assert recall(text, VARIABLES) is None  # nothing keyed or parsed yet
+    first = Keyer(VARIABLES, "c")(tree)
+    assert first is not None and recall(text, VARIABLES) is first
+    assert Keyer(VARIABLES, "c")(tree) is first  # keyed again: no second canonical form built
+    clear_memo()
+    parsed = parse_cached(text, VARIABLES)  # what the evaluator client or history reader parse
+    assert Keyer(VARIABLES, "c")(tree) is parsed
+    assert parse_cached("x0 +* 1", VARIABLES) is None and recall("x0 +* 1", VARIABLES) is None
+
