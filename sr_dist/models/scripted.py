@@ -33,7 +33,8 @@ __all__ = ["EVALUATE_TOOL", "ScriptedModel", "build_scripted", "structure_pool"]
 EVALUATE_TOOL = "evaluate_formulas"
 #: Keys a ``scripted`` config may hold besides the common ones.
 _OWN_KEYS = frozenset({"formulas_per_call", "calls_per_turn", "structures", "seed", "variables"})
-#: The most formulas per call ``evaluate_formulas`` accepts by default (``DEFAULT_MAX_EXPRESSIONS``).
+#: The most formulas per call a scripted model sends (the load it was sized for; the tool
+#: takes up to ``DEFAULT_MAX_EXPRESSIONS`` a call).
 MAX_FORMULAS_PER_CALL = 64
 
 #: One-variable terms the structures are built from (``{v}``: the variable).

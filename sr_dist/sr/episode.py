@@ -22,7 +22,7 @@ from sr_dist.sr.state import CandidateArchive, EpisodeState
 __all__ = ["DEFAULT_MAX_EXPRESSIONS", "EpisodeContext", "EpisodeLimits", "FitEvaluator", "FitRecorder"]
 
 #: Default cap on expressions per ``evaluate_formulas`` call (more is a model-visible error).
-DEFAULT_MAX_EXPRESSIONS = 64
+DEFAULT_MAX_EXPRESSIONS = 128
 
 
 class FitEvaluator(Protocol):

@@ -336,7 +336,7 @@ class EvaluateFormulas(FormulaTool):
         and, if not, why; inconsistent formulas rank after consistent ones.
 
         Args:
-            expressions: The formulas to evaluate, one per string (at most 64 per call).
+            expressions: The formulas to evaluate, one per string (at most 128 per call).
             origins: Optional, one short label per formula saying where it came from (e.g.
                 "hypothesis: damped oscillation" or "from fit_power_law"); kept with each
                 candidate in the results table, never used in fitting.

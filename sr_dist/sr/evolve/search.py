@@ -58,10 +58,11 @@ REDUCED_SOLUTIONS = 3
 class EvolveConfig:
     """Knobs of the search; the defaults are what the benchmark in docs/benchmarks.md uses."""
 
-    #: Candidates per ``evaluate_formulas`` call: the most the tool takes (64). Each call has a
-    #: fixed cost in the agent loop and the evaluator actor, so 64 gave about 1.2 times the
-    #: distinct candidates a second of 32 (issue 32, docs/benchmarks.md "Throughput").
-    batch_size: int = 64
+    #: Candidates per ``evaluate_formulas`` call: the most the tool takes (128). Each call has a
+    #: fixed cost in the agent loop and the evaluator actor: 64 gave about 1.2 times the
+    #: distinct candidates a second of 32, and 128 about 1.1 times those of 64 (issue 32,
+    #: docs/benchmarks.md "Throughput").
+    batch_size: int = 128
     #: A candidate with validation NMSE below this counts as a solution (its reductions are
     #: offered, and the submission picks the simplest one).
     target_nmse: float = 1e-11
