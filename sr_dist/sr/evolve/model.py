@@ -110,7 +110,7 @@ class EvolveModel:
         self,
         variables: Sequence[str] | None = None,
         seed: int | None = 0,
-        batch_size: int = 128,
+        batch_size: int = 64,
         library: Mapping[str, Any] | LibraryConfig | None = None,
         library_cache: str | os.PathLike[str] | None = None,
         **options: Any,
@@ -357,7 +357,7 @@ def build_evolve(cfg: Mapping[str, Any] | Any) -> EvolveModel:
     if variables is not None and (isinstance(variables, str) or not all(isinstance(v, str) for v in variables)):
         raise ModelConfigError(f"model.variables must be a list of names, got {variables!r}")
     seed = own.pop("seed", 0)
-    batch_size = own.pop("batch_size", 128)
+    batch_size = own.pop("batch_size", 64)
     if not isinstance(batch_size, int) or isinstance(batch_size, bool):
         raise ModelConfigError(f"model.batch_size must be an integer, got {batch_size!r}")
     return EvolveModel(variables=variables, seed=seed, batch_size=batch_size, **own)
