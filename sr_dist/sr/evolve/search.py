@@ -61,8 +61,8 @@ class EvolveConfig:
     #: Candidates per ``evaluate_formulas`` call. Each call has a fixed cost in the agent loop
     #: and the evaluator actor: 64 gave about 1.2 times the distinct candidates a second of 32,
     #: and 128 (the most the tool takes) about 1.1 times those of 64, but at 128 the search
-    #: breeds twice as many candidates ahead of the last results and lost a development
-    #: problem it finds at 64 (issue 32, docs/benchmarks.md "Throughput").
+    #: (with or without proposing ahead) lost a development problem it finds at 64 (issue 32,
+    #: docs/benchmarks.md "Throughput").
     batch_size: int = 64
     #: A candidate with validation NMSE below this counts as a solution (its reductions are
     #: offered, and the submission picks the simplest one).
