@@ -250,8 +250,7 @@ _tidied: dict[int, tuple[Node, tuple[Node, bool, bool]]] = {}
 def _tidy(node: Node) -> tuple[Node, bool, bool]:
     """:func:`tidy`, with whether the result has a variable and (for a result without one)
     whether it has a free constant, so no level walks its subtree again to find out."""
-    op = node.op
-    if op in ("var", "const", "num"):
+    if not node.args:  # a leaf is its own tidy form: nothing to remember
         return _tidy_node(node)
     kept = _tidied.get(id(node))
     if kept is not None and kept[0] is node:  # the entry keeps the node alive: its id is its own
