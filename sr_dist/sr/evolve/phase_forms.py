@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterator
 
 from sr_dist.formula import Node
-from sr_dist.sr.evolve.tree import Path, binary, replace, render, tidy, unary, walk
+from sr_dist.sr.evolve.tree import Path, binary, render, replace, tidy, unary, walk
 
 __all__ = ["phase_forms"]
 

@@ -24,7 +24,6 @@ import numpy as np
 from sr_dist.formula import Node
 from sr_dist.sr.evolve.keying import Keyer
 from sr_dist.sr.evolve.library.seed import Seed
-from sr_dist.sr.evolve.phase_forms import phase_forms
 from sr_dist.sr.evolve.operators import (
     OPERATORS,
     Grammar,
@@ -34,6 +33,7 @@ from sr_dist.sr.evolve.operators import (
     random_tree,
     within_limits,
 )
+from sr_dist.sr.evolve.phase_forms import phase_forms
 from sr_dist.sr.evolve.population import History, Individual, score, tournament
 from sr_dist.sr.evolve.tree import (
     constant_prefix,
