@@ -5,8 +5,8 @@ picked by tournament on ``log10(NMSE) + parsimony*complexity`` from the best of 
 plus its Pareto front, made by the operators in :mod:`sr_dist.sr.evolve.operators`, and (3) fresh
 random trees. Every proposal is new (its canonical form was never proposed before), except a
 full refit of a locally fitted front member (``refit_share``, with ``inherit_constants``), and
-it carries its origin (``library/<source>``, ``reduction``, ``phase_form``, ``gp/<operator>``,
-``gp/fresh``, ``refit``), which the results table keeps. Once a
+it carries its origin (``library/<source>``, ``reduction``, ``pruned``, ``phase_form``,
+``gp/<operator>``, ``gp/fresh``, ``refit``), which the results table keeps. Once a
 candidate beats ``stop_nmse`` (an exact fit, not an approximant) the search spends
 ``polish_generations`` on simplifying the solutions (those under ``target_nmse``), then submits
 the simplest one; it also submits its best after ``patience``
@@ -33,8 +33,8 @@ from sr_dist.sr.evolve.operators import (
     random_tree,
     within_limits,
 )
-from sr_dist.sr.evolve.phase_forms import phase_forms
 from sr_dist.sr.evolve.population import History, Individual, score, tournament
+from sr_dist.sr.evolve.rewrites import phase_forms, without_negligible_terms
 from sr_dist.sr.evolve.tree import (
     constant_prefix,
     constant_values,
@@ -108,10 +108,14 @@ class EvolveConfig:
     #: proposes the same (docs/evolve.md "Proposing ahead"). On by default since issue 32's
     #: tenth session: about 1.1 times the distinct candidates a second, AI Feynman within its bars.
     propose_ahead: bool = True
-    #: Offer each solution's phase forms (:func:`~sr_dist.sr.evolve.phase_forms.phase_forms`:
+    #: Offer each solution's phase forms (:func:`~sr_dist.sr.evolve.rewrites.phase_forms`:
     #: ``a*sin(u) + b*cos(u)`` as ``R*sin(u + p)``, carrying ``R`` and ``p``) with its
     #: reductions: the same function, three nodes shorter, and its phase reads as the law's.
     phase_forms: bool = True
+    #: Offer each solution without the terms of its sums whose constant the fit drove to
+    #: nothing (below :data:`~sr_dist.sr.evolve.rewrites.NEGLIGIBLE` of the largest; origin
+    #: ``pruned``), with its reductions.
+    drop_negligible_terms: bool = True
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -245,6 +249,17 @@ def _submission(history: History, config: EvolveConfig) -> Proposal | None:
     return None
 
 
+def _rewrites(tree: Node, config: EvolveConfig) -> list[tuple[Node, str]]:
+    """A solution's rewrites that keep its function (:mod:`sr_dist.sr.evolve.rewrites`), with
+    their origins: without its negligible terms, then the phase forms of that (or of the
+    solution itself)."""
+    pruned = without_negligible_terms(tree) if config.drop_negligible_terms else None
+    out = [] if pruned is None else [(pruned, "pruned")]
+    if config.phase_forms:
+        out += [(t, "phase_form") for t in phase_forms(tree if pruned is None else pruned)]
+    return out
+
+
 class SeedKeys:
     """Each library seed's (text, canonical form) kept once computed (a memo of a pure
     function): the library is fixed for a dataset and every turn walks it from the start, so
@@ -299,15 +314,15 @@ def propose(
         for ind in due[: int(config.batch_size * config.refit_share)]:
             batch.again(ind, "refit")
     solved = history.solutions(config.target_nmse)
-    # Each solution's phase forms (the same function, shorter; a local search from the
-    # constants it carries), then each with one constant fewer, simplest solutions first: an
-    # exact product of fitted factors has one scale constant per factor, and the reduced one
-    # is the law.
+    # Each solution's rewrites (the same function, shorter; a local search from the constants
+    # it carries), then each with one constant fewer, simplest solutions first: an exact
+    # product of fitted factors has one scale constant per factor, and the reduced one is the
+    # law.
     for ind in sorted(solved, key=lambda i: (i.complexity, i.canonical))[:REDUCED_SOLUTIONS]:
-        for tree in phase_forms(ind.tree) if config.phase_forms else ():
+        for tree, origin in _rewrites(ind.tree, config):
             if len(batch.texts) >= config.batch_size // 2:
                 break
-            batch.offer(tree, "phase_form", inherit=config.inherit_constants)
+            batch.offer(tree, origin, inherit=config.inherit_constants)
         for tree in constant_reductions(ind.tree):
             if len(batch.texts) >= config.batch_size // 2:
                 break

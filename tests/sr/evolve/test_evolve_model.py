@@ -146,7 +146,7 @@ def test_every_proposal_names_its_origin(datasets, evaluators) -> None:
         assert len(arguments["origins"]) == len(arguments["expressions"])
         origins.append(arguments["origins"])
     assert all(o.startswith("library/") for o in origins[0])
-    known = {f"gp/{name}" for name in OPERATORS} | {"gp/fresh", "reduction", "phase_form"}
+    known = {f"gp/{name}" for name in OPERATORS} | {"gp/fresh", "reduction", "pruned", "phase_form"}
     for label in (o for batch in origins for o in batch):
         if label.startswith("library/"):
             assert label.removeprefix("library/").split("/")[0] in SOURCES, label

@@ -1,8 +1,9 @@
-"""Phase forms (``EvolveConfig.phase_forms``): ``a*sin(u) + b*cos(u)`` offered as ``R*sin(u + p)``.
+"""Rewrites of solutions (``sr_dist.sr.evolve.rewrites``): phase forms (``a*F*sin(u) + b*F*cos(u)``
+as ``R*F*sin(u + p)``, ``EvolveConfig.phase_forms``) and negligible terms dropped
+(``EvolveConfig.drop_negligible_terms``).
 
-Invariants over generated trees (the same values, fewer nodes, the constants carried),
-the hit count of the judge over a generated family of phased laws, and the search offering a
-solution's phase forms."""
+Invariants over generated trees (the same values, fewer nodes, the constants carried), the hit
+count of the judge over a generated family of phased laws, and the search offering them."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 
 from sr_dist.formula import evaluate_numpy, parse_formula
 from sr_dist.results.recovery import recovery_verdict
-from sr_dist.sr.evolve.phase_forms import phase_forms
 from sr_dist.sr.evolve.population import read_history
+from sr_dist.sr.evolve.rewrites import phase_forms, without_negligible_terms
 from sr_dist.sr.evolve.search import EvolveConfig, propose
 from sr_dist.sr.evolve.tree import constant_values, render, size, values, with_constant_values
 from sr_dist.tools.types import ToolCall, ToolCallResult
@@ -94,6 +95,21 @@ def test_forms_without_a_pair_have_no_phase_form() -> None:
         assert phase_forms(_fitted(text, constants)) == [], text
 
 
+def test_pairs_with_the_same_other_factors_and_every_pair_at_once() -> None:
+    text = "c0*x1*sin(x1) + x1*c1*cos(x1) + (x0 + x2)*(c2*sin(x1) + c3*cos(x1)) + x2"
+    constants = {"c0": 0.2272, "c1": 0.9738, "c2": -0.2272, "c3": -0.9738}
+    forms = phase_forms(_fitted(text, constants))
+    X = np.random.default_rng(0).uniform(0.5, 3.0, (64, 3))
+    expected = evaluate_numpy(parse_formula(text, NAMES), X, NAMES, constants)
+    assert len(forms) == 3  # each pair alone, then both
+    for form in forms:
+        np.testing.assert_allclose(values(form, NAMES, X, constant_values(form)), expected,
+                                   rtol=1e-10, atol=1e-10)
+    assert "cos" not in render(forms[-1]) and render(forms[-1]).count("sin") == 2
+    # Other factors that differ make no pair: x1 against x0.
+    assert phase_forms(_fitted("c0*x1*sin(x1) + c1*x0*cos(x1)", constants)) == []
+
+
 def test_constants_without_values_give_a_form_to_fit_in_full() -> None:
     (form,) = phase_forms(parse_formula("c0*sin(x0) + c1*cos(x0) + x1", NAMES).tree)
     assert render(form) == "x1 + c0*sin(x0 + c1)"
@@ -135,6 +151,49 @@ def test_phase_forms_hit_count_over_a_generated_family() -> None:
     assert pair_hits < 4, pair_hits
 
 
+def _with_junk(seed: int) -> tuple[str, dict[str, float], int]:
+    """A sum of three to five terms (coefficients of order one), some of whose coefficients a
+    fit drove to nothing (1e-21 to 1e-12 times the others), possibly inside a product or a
+    function; returns it, its constants and how many terms are junk."""
+    rng = np.random.default_rng(seed)
+    shapes = ["{}*x0", "{}*x1**2", "{}*exp(x2)", "{}*sin(x0)", "{}*x0*x1", "{}/x2", "x1/{}", "{}"]
+    picked = [shapes[k] for k in rng.choice(len(shapes), size=int(rng.integers(3, 6)), replace=False)]
+    junk = int(rng.integers(1, len(picked)))
+    constants = {}
+    terms = []
+    for n, shape in enumerate(picked):
+        value = float(rng.uniform(0.5, 3.0)) if n >= junk else float(10.0 ** rng.uniform(-21, -12))
+        if shape.startswith("x1/"):  # junk as a quotient: a huge denominator
+            value = 1.0 / value if n < junk else value
+        constants[f"c{n}"] = value * (1 if rng.random() < 0.5 else -1)
+        terms.append(shape.format(f"c{n}"))
+    text = " + ".join(terms[k] for k in rng.permutation(len(terms)))
+    return (f"x1*({text})" if seed % 3 == 1 else f"log(x0 + {text})" if seed % 3 == 2
+            else text), constants, junk
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_negligible_terms_are_dropped_and_the_rest_kept(seed: int) -> None:
+    text, constants, junk = _with_junk(seed)
+    tree = _fitted(text, constants)
+    pruned = without_negligible_terms(tree)
+    assert pruned is not None, text
+    carried = constant_values(pruned)
+    assert len(carried) == len(constants) - junk, (text, render(pruned))
+    assert all(v is not None and 0.3 <= abs(v) <= 3.0 for v in carried), (text, render(pruned))
+    X = np.random.default_rng(seed).uniform(0.5, 3.0, (64, 3))
+    expected = evaluate_numpy(parse_formula(text, NAMES), X, NAMES, constants)
+    np.testing.assert_allclose(values(pruned, NAMES, X, carried), expected, rtol=1e-9)
+
+
+def test_nothing_is_dropped_from_comparable_or_unknown_coefficients() -> None:
+    comparable = _fitted("c0*x0 + c1*x1**2 + c2", {"c0": 1e-3, "c1": 5.0, "c2": -2.0})
+    assert without_negligible_terms(comparable) is None
+    unknown = _fitted("c0*x0 + c1*x1**2 + c2", {"c0": 1e-30, "c1": 5.0})  # c2 carries none
+    assert without_negligible_terms(unknown) is None
+    assert without_negligible_terms(parse_formula("x0 + x1", NAMES).tree) is None
+
+
 def _solved_history(text: str, constants: dict[str, float]):
     record = {"expression": text, "canonical": parse_formula(text, NAMES).canonical, "status": "ok",
               "val_nmse": 1e-30, "train_nmse": 1e-30,
@@ -162,3 +221,17 @@ def test_the_search_offers_a_solutions_phase_forms_from_its_constants() -> None:
                    np.random.default_rng(0))
     at = full.origins.index("phase_form")
     assert not full.starts or full.starts[at] is None
+
+
+def test_the_search_offers_a_solution_without_its_negligible_terms_then_its_phase_forms() -> None:
+    constants = {"c0": 0.6, "c1": 0.8, "c2": 2.0, "c3": 1e-19}
+    history = _solved_history("c0*sin(x0) + c1*cos(x0) + c2*x1 + c3*exp(x2)", constants)
+    proposal = propose(history, NAMES, [], EvolveConfig(batch_size=8), np.random.default_rng(0))
+    rewrites = [(e, o) for e, o in zip(proposal.expressions, proposal.origins, strict=True)
+                if o in ("pruned", "phase_form")]
+    assert rewrites == [("c0*sin(x0) + c1*cos(x0) + c2*x1", "pruned"),
+                        ("c0*x1 + c1*sin(x0 + c2)", "phase_form")]
+    off = propose(history, NAMES, [], EvolveConfig(batch_size=8, drop_negligible_terms=False),
+                  np.random.default_rng(0))
+    assert "pruned" not in off.origins
+    assert "c0*x1 + c1*exp(x2) + c2*sin(x0 + c3)" in off.expressions
