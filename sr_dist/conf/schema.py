@@ -501,6 +501,11 @@ class SearchConfig(_Group):
     #: An exact law, refitted in float64, lands near 1e-30; rational approximants of a smooth
     #: law reach 1e-13 to 1e-17, and the old 1e-12 stopped runs on them before the law was found.
     target_nmse: float | None = 1.0e-20
+    #: Seconds the run goes on after a candidate first reaches ``target_nmse``, so agents can
+    #: simplify what they found (the ``evolve`` search offers a solution's reductions and
+    #: rewrites, docs/evolve.md) before the run stops; it stops sooner once every agent has
+    #: finished. 0: stop at once.
+    polish_s: float = 0.0
     seed: int = 0
     #: Tool calls per agent (``None``: no limit).
     max_tool_calls: int | None = None
@@ -558,6 +563,7 @@ class SearchConfig(_Group):
         _set(self, "max_turns", int_value(self.max_turns, f"{p}.max_turns", minimum=1))
         _set(self, "target_nmse", float_value(self.target_nmse, f"{p}.target_nmse",
                                               non_negative=True, optional=True))
+        _set(self, "polish_s", float_value(self.polish_s, f"{p}.polish_s", non_negative=True))
         _set(self, "seed", int_value(self.seed, f"{p}.seed", minimum=0))
         _set(self, "max_tool_calls", int_value(self.max_tool_calls, f"{p}.max_tool_calls",
                                                minimum=1, optional=True))

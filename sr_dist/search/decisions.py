@@ -46,11 +46,22 @@ def decide_stop(
     best_val_nmse: float | None,
     agents_running: int,
     agent_reasons: Sequence[str] = (),
+    target_reached_s: float | None = None,
 ) -> str | None:
-    """Why the run should stop now, or ``None`` to keep going (first match wins)."""
+    """Why the run should stop now, or ``None`` to keep going (first match wins).
+
+    ``target_reached_s``: the elapsed seconds at which a candidate first reached
+    ``target_nmse`` (None: not yet, or unknown, taken as now); the run stops on the target
+    ``polish_s`` seconds after that, or sooner once no agent is running or a budget is spent
+    (the reason is then still ``target_nmse``)."""
     if (budget.target_nmse is not None and best_val_nmse is not None
             and best_val_nmse <= budget.target_nmse):
-        return "target_nmse"
+        reached = elapsed_s if target_reached_s is None else target_reached_s
+        polished = elapsed_s - reached >= budget.polish_s
+        if polished or agents_running == 0 or elapsed_s >= budget.max_seconds \
+                or candidates >= budget.max_candidates:
+            return "target_nmse"
+        return None
     if candidates >= budget.max_candidates:
         return "max_candidates"
     if agents_running == 0:

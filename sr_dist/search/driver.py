@@ -178,6 +178,9 @@ class Driver:
         self.restarts: dict[int, int] = {}
         self.earlier_rows: dict[int, int] = {}
         self.stopping = False
+        #: Elapsed seconds at which a candidate first reached ``search.target_nmse`` (the
+        #: polish window, ``search.polish_s``, counts from it).
+        self.target_reached_s: float | None = None
         #: Why the writer gave up (a full or read-only disk): the run stops ``write_failed``.
         self.write_error: str | None = None
         self._dataset: Any = None
@@ -604,10 +607,15 @@ class Driver:
                 self.say(f"sr-dist: the results disk refused the rows: {self.write_error}; "
                          "stopping the run (what was written stays readable)")
                 return "write_failed"
+            target = self.settings.search.target_nmse
+            if self.target_reached_s is None and target is not None \
+                    and snap.best_val_nmse is not None and snap.best_val_nmse <= target:
+                self.target_reached_s = snap.elapsed_s
             reason = decide_stop(
                 self.settings.search, elapsed_s=snap.elapsed_s, candidates=snap.candidates,
                 best_val_nmse=snap.best_val_nmse, agents_running=len(self.pending),
                 agent_reasons=[o.stop_reason for o in self.outcomes.values()],
+                target_reached_s=self.target_reached_s,
             )
             if reason is not None:
                 reporter.update(snap, now, force=True)

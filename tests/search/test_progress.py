@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from datetime import UTC, datetime
@@ -144,6 +145,32 @@ def test_decide_stop(elapsed: float, candidates: int, best: float | None, runnin
                      reasons: list[str], expected: str | None) -> None:
     assert decide_stop(BUDGET, elapsed_s=elapsed, candidates=candidates, best_val_nmse=best,
                        agents_running=running, agent_reasons=reasons) == expected
+
+
+POLISH = dataclasses.replace(BUDGET, polish_s=5.0)
+
+# (elapsed, target reached at, candidates, agents running) -> stop reason, with a 5-s polish
+POLISH_STOPS: list[tuple[float, float | None, int, int, str | None]] = [
+    (10.0, 8.0, 10, 2, None),            # polishing
+    (13.0, 8.0, 10, 2, "target_nmse"),   # polished
+    (10.0, 8.0, 10, 0, "target_nmse"),   # every agent finished (submitted) first
+    (60.0, 58.0, 10, 2, "target_nmse"),  # the budget ends the polish
+    (10.0, 8.0, 1000, 2, "target_nmse"),
+    (10.0, None, 10, 2, None),           # reached now (when the driver has not said)
+]
+
+
+@pytest.mark.parametrize("elapsed, reached, candidates, running, expected", POLISH_STOPS)
+def test_decide_stop_polishes_after_the_target(elapsed: float, reached: float | None,
+                                               candidates: int, running: int,
+                                               expected: str | None) -> None:
+    assert decide_stop(POLISH, elapsed_s=elapsed, candidates=candidates, best_val_nmse=1e-12,
+                       agents_running=running, target_reached_s=reached) == expected
+    # Not reached: the polish changes nothing.
+    assert decide_stop(POLISH, elapsed_s=elapsed, candidates=candidates, best_val_nmse=0.5,
+                       agents_running=running, target_reached_s=None) == decide_stop(
+        BUDGET, elapsed_s=elapsed, candidates=candidates, best_val_nmse=0.5,
+        agents_running=running)
 
 
 @pytest.mark.parametrize("reason, signum, error, status", [
