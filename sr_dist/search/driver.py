@@ -305,7 +305,9 @@ class Driver:
             model=dict(s.model),
             model_label=self._model_label, dataset_name=dataset.name,
             max_turns=s.search.max_turns, max_tool_calls=s.search.max_tool_calls,
-            failure_budget=s.search.failure_budget, target_nmse=s.search.target_nmse,
+            failure_budget=s.search.failure_budget,
+            # with a polish window the driver stops the run on the target, not each agent
+            target_nmse=s.search.target_nmse if s.search.polish_s <= 0 else None,
             deadline_s=s.search.max_seconds, servers=s.servers,
             step_offset=offset, prior=prior, tools=s.search.tools,
             dimensionless_constants_only=s.search.dimensionless_constants_only,
