@@ -87,6 +87,26 @@ def test_two_agents_one_evaluator(ray_cluster: None, tmp_path: Path) -> None:
     assert "Pareto front" in text and f"sr-dist-query {tmp_path} --run {summary.run_id}" in text
 
 
+def test_a_polish_window_lets_agents_simplify_after_the_target(ray_cluster: None,
+                                                                tmp_path: Path) -> None:
+    """With ``search.polish_s`` the run goes on after the target is reached: the evolve agents
+    offer their solutions' reductions (which exist only once a solution does), then submit or
+    are stopped; the stop reason stays ``target_nmse``. (Without it, the run stops at once:
+    ``tests/search/test_progress.py``.)"""
+    polished = run_search(
+        _cfg(tmp_path, "dataset.source=feynman:I.6.2a", "search.agents=2",
+             "search.max_seconds=120", "search.polish_s=10"),
+        stream=io.StringIO(), handle_signals=False)
+    assert polished.stop_reason == "target_nmse" and polished.status == "completed"
+    con = duckdb_connection(tmp_path)
+    origins = dict(con.sql(
+        "SELECT origin, count(*) FROM candidates WHERE run_id = ? GROUP BY origin",
+        params=[polished.run_id]).fetchall())
+    assert origins.get("reduction", 0) > 0, origins
+    agents = {o.stop_reason for o in polished.agents}
+    assert "target_nmse" not in agents, agents  # the driver, not each agent, stops on it
+
+
 @pytest.mark.parametrize("warmup", [False, True], ids=["agents-start-at-once", "after-warm-up"])
 def test_an_evaluator_that_cannot_start_fails_the_run_cleanly(ray_cluster: None, tmp_path: Path,
                                                                warmup: bool) -> None:
