@@ -123,7 +123,7 @@ def test_pareto_table() -> None:
 
 BUDGET = SearchSettings(agents=2, max_seconds=60.0, max_candidates=1000, max_turns=10,
                         target_nmse=1e-10, seed=0, max_tool_calls=None, failure_budget=5,
-                        stop_grace_s=5.0, progress_interval_s=10.0)
+                        stop_grace_s=5.0, progress_interval_s=10.0, polish_s=0.0)
 
 # (elapsed, candidates, best, agents running, agent stop reasons) -> stop reason
 STOPS: list[tuple[float, int, float | None, int, list[str], str | None]] = [
