@@ -109,8 +109,9 @@ class EvolveConfig:
     #: tenth session: about 1.1 times the distinct candidates a second, AI Feynman within its bars.
     propose_ahead: bool = True
     #: Offer each solution's phase forms (:func:`~sr_dist.sr.evolve.rewrites.phase_forms`:
-    #: ``a*sin(u) + b*cos(u)`` as ``R*sin(u + p)``, carrying ``R`` and ``p``) with its
-    #: reductions: the same function, three nodes shorter, and its phase reads as the law's.
+    #: ``a*F*sin(u) + b*F*cos(u)`` as ``R*F*sin(u + p)``, carrying ``R`` and ``p``; origin
+    #: ``phase_form``) with its reductions: the same function, one to three nodes shorter, and
+    #: its phase reads as the law's.
     phase_forms: bool = True
     #: Offer each solution without the terms of its sums whose constant the fit drove to
     #: nothing (below :data:`~sr_dist.sr.evolve.rewrites.NEGLIGIBLE` of the largest; origin
