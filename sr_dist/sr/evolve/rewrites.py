@@ -27,7 +27,17 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from sr_dist.formula import Node
-from sr_dist.sr.evolve.tree import Path, binary, product, render, replace, tidy, unary, walk
+from sr_dist.sr.evolve.tree import (
+    Path,
+    binary,
+    product,
+    render,
+    replace,
+    signed_sum,
+    tidy,
+    unary,
+    walk,
+)
 
 __all__ = ["NEGLIGIBLE", "phase_forms", "without_negligible_terms"]
 
@@ -148,14 +158,7 @@ def _phase_term(sine: _Wave, cosine: _Wave) -> Node:
 
 
 def _rebuilt(terms: list[_Signed]) -> Node:
-    """A sum of signed terms, a positive one first where there is one (a leading minus is a
-    ``neg``, which :func:`tidy` folds into a constant that carries no value)."""
-    terms = sorted(terms, key=lambda t: t[0] < 0)  # stable: the order is kept otherwise
-    sign, first = terms[0]
-    out = first if sign > 0 else unary("neg", first)
-    for sign, term in terms[1:]:
-        out = binary("add" if sign > 0 else "sub", out, term)
-    return out
+    return signed_sum([(term, sign < 0) for sign, term in terms])
 
 
 def _rewrites_of_sum(terms: list[_Signed]) -> Iterator[list[_Signed]]:

@@ -37,6 +37,7 @@ __all__ = [
     "values",
     "constant_prefix",
     "product",
+    "signed_sum",
     "total",
 ]
 
@@ -211,7 +212,7 @@ def _monic(node: Node) -> Node | None:
     rest = factors[:at] + factors[at + 1:]
     new = list(terms)
     new[first] = (_rebuild_product(rest), terms[first][1])
-    return _rebuild_sum(new)
+    return signed_sum(new)
 
 
 def _rebuild_product(factors: list[tuple[Node, bool]]) -> Node:
@@ -221,8 +222,10 @@ def _rebuild_product(factors: list[tuple[Node, bool]]) -> Node:
     return Node("div", (numerator, product(bottom))) if bottom else numerator
 
 
-def _rebuild_sum(terms: list[tuple[Node, bool]]) -> Node:
-    # Put a positive term first so the sum does not start with a negation.
+def signed_sum(terms: Sequence[tuple[Node, bool]]) -> Node:
+    """The sum of ``(term, negated)`` pairs, a positive term first where there is one (so the
+    sum does not start with a negation, which tidying would fold into a valueless constant);
+    the order is kept otherwise."""
     terms = sorted(terms, key=lambda t: t[1])
     out = terms[0][0] if not terms[0][1] else Node("neg", (terms[0][0],))
     for t, negated in terms[1:]:
@@ -318,7 +321,7 @@ def _tidy_with_var(node: Node) -> Node:
         consts = [t for t, _ in terms if t.op == "const"]
         if len(consts) > 1 or (consts and any(t.op == "num" for t, _ in terms)):
             rest = [(t, neg) for t, neg in terms if not _is_leaf_number(t)]
-            return _rebuild_sum(rest + [(const(), False)])
+            return signed_sum(rest + [(const(), False)])
         return node
     return node
 
