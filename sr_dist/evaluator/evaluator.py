@@ -30,6 +30,7 @@ import numpy as np
 
 from sr_dist.candidate import RANK_METRICS
 from sr_dist.evaluator.data_starts import DataHints, data_hints, hinted_restarts
+from sr_dist.evaluator.devices import DeviceRing, cpu_devices
 from sr_dist.evaluator.losses import QUADRATIC_LOSSES, LossSpec, resolve_loss
 from sr_dist.evaluator.metrics import check_metrics, extra_metrics
 from sr_dist.evaluator.phases import wrap_phases
@@ -139,7 +140,7 @@ class EvaluatorOptions:
     """Options of :class:`Evaluator` (all keyword arguments of its constructor).
 
     Everything that can change a fitted value is part of the result-cache key (see
-    :meth:`fit_key`); ``device``, ``cache_size``, ``batch_size`` and
+    :meth:`fit_key`); ``device``, ``cache_size``, ``batch_size``, ``host_devices`` and
     ``compilation_cache_dir`` are not.
     """
 
@@ -206,6 +207,11 @@ class EvaluatorOptions:
     #: rate inside one at the inverse of its argument's typical size (data_starts.py); restart
     #: 0, the last restart (of three or more) and every other constant are unchanged.
     data_starts: bool = True
+    #: CPU devices the batches are spread over (``device="cpu"`` only; devices.py): JAX runs
+    #: one device's executions one at a time, so with 2 a batch is fitted while another is,
+    #: on a second core. It takes effect where JAX has not started yet (an evaluator actor);
+    #: elsewhere the devices JAX already has are used. The fitted values are the same.
+    host_devices: int = 1
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
@@ -241,6 +247,8 @@ def _validate(opts: EvaluatorOptions) -> None:
         raise ValueError("method must be 'lm' or 'llmsr'")
     if opts.batch_size < 1:
         raise ValueError("batch_size must be >= 1")
+    if opts.host_devices < 1:
+        raise ValueError(f"host_devices must be >= 1, got {opts.host_devices}")
     if not opts.const_buckets or sorted(opts.const_buckets) != list(opts.const_buckets):
         raise ValueError("const_buckets must be a non-empty increasing tuple")
     if opts.const_buckets[0] < 1:  # constant-free programs need no bucket of their own
@@ -443,6 +451,17 @@ class _Launched(NamedTuple):
     bucket: Bucket
     local: bool
     pending: Any  # kernels.FitOutput of device arrays
+    device: int = 0  # its index in the evaluator's DeviceRing
+
+
+class _DeviceData(NamedTuple):
+    """The fitting data on one device (see ``Evaluator._prepare_data``)."""
+
+    fit: tuple[Any, ...]
+    polish: tuple[Any, ...] | None
+    every: tuple[Any, ...]
+    floors: Any
+    local: tuple[tuple[Any, ...], Any] | None
 
 
 @dataclass
@@ -504,9 +523,12 @@ class Evaluator:
 
         platform = {"gpu": "gpu", "cuda": "gpu", "cpu": "cpu", "tpu": "tpu"}[opts.device]
         try:
-            self._device = jax.devices(platform)[0]
+            devices = (cpu_devices(opts.host_devices) if platform == "cpu"
+                       else jax.devices(platform)[:1])
         except RuntimeError as exc:
             raise ValueError(f"device {opts.device!r} is not available to JAX: {exc}") from exc
+        self._device = devices[0]
+        self._ring = DeviceRing(devices)
         self._mode = opts.layout if opts.layout != "auto" else (
             "map" if platform == "cpu" else "vmap")
         self.dataset = dataset
@@ -523,6 +545,7 @@ class Evaluator:
         self._last_read = 0.0  # when the last batch was read back (busy time is not counted twice)
         self._hints: DataHints | None = None
         self._prepare_data()
+        self._placed = self._place_data()
 
     def _data_hints(self) -> DataHints:
         """The training rows' :class:`DataHints`, computed on first use (``data_starts``)."""
@@ -639,6 +662,14 @@ class Evaluator:
         scale = float(np.std(y_train)) or 1.0
         self._floors = put(np.array([0.0, 0.0, 1e-6 * scale], dtype=dt))
 
+    def _place_data(self) -> list[_DeviceData]:
+        """The fitting data on every device of the ring (the first holds it already)."""
+        import jax
+
+        here = _DeviceData(self._fit_data, self._polish_data, self._all_data, self._floors,
+                           self._local_fit)
+        return [here] + [jax.device_put(here, dev) for dev in self._ring.devices[1:]]
+
     def _put(self, a: Any) -> jax.Array:
         """Copy a host array to the evaluator's device."""
         import jax
@@ -736,6 +767,8 @@ class Evaluator:
             "cache_entries": len(self._cache),
             "layout": self._mode,
             "device": str(self._device),
+            "host_devices": len(self._ring.devices),
+            "device_batches": list(self._ring.batches()),
             "rows": {"train": self._sizes.train, "val": self._sizes.val,
                      "test": self._sizes.test, "fit": self._n_fit_rows,
                      "local": self._n_local_rows},
@@ -1003,12 +1036,14 @@ class Evaluator:
         for (bucket, local), group in groups.items():
             for start in range(0, len(group), cap):
                 batch = group[start:start + cap]
+                device = self._ring.take(len(batch))
                 try:
-                    pending, compiled = self._launch(batch, bucket, local)
+                    pending, compiled = self._launch(batch, bucket, local, device)
                 except Exception as exc:  # noqa: BLE001 - report, never raise out of fit_many
+                    self._ring.release(device, len(batch))
                     self._fail(failed_out, batch, exc)
                     continue
-                launched.append(_Launched(batch, bucket, local, pending))
+                launched.append(_Launched(batch, bucket, local, pending, device))
                 compile_s += compiled
         return failed_out, launched, compile_s
 
@@ -1026,6 +1061,8 @@ class Evaluator:
             except Exception as exc:  # noqa: BLE001
                 self._fail(out, item.jobs, exc)
                 continue
+            finally:
+                self._ring.release(item.device, len(item.jobs))
             out.update(self._collect(item.jobs, item.bucket, host, item.local))
         now = time.perf_counter()
         elapsed = now - max(pending.started_at, self._last_read) - pending.compile_s
@@ -1048,9 +1085,9 @@ class Evaluator:
             out[job.canonical] = _Entry("error", msg, (), _NO_METRICS, 0.0, 0)
 
     def _launch(self, batch: list[_Job], bucket: Bucket,
-                local: bool = False) -> tuple[Any, float]:
-        """Pack a batch, get its bucket's executable and dispatch it (returns the device arrays
-        and the seconds spent compiling for it).
+                local: bool = False, device: int = 0) -> tuple[Any, float]:
+        """Pack a batch, get its bucket's executable and dispatch it to ``device`` (its index
+        in the ring; returns the device arrays and the seconds spent compiling for it).
         ``local``: every job has a start; restart 0 begins there (a local search)."""
         from sr_dist.evaluator import kernels as _k
         from sr_dist.evaluator.interpreter import Layout
@@ -1088,11 +1125,10 @@ class Evaluator:
         layout = Layout(f, kb, sc.n_lits, sc.n_temps)
         lm = LMOptions(max_iters=opts.local_iters if local else opts.max_iters, ftol=opts.ftol,
                        xtol=opts.xtol, patience=opts.patience)
-        fit_data, polish_data, floors = self._fit_data, self._polish_data, self._floors
-        subset = local and self._local_fit is not None and kb > 0
-        if subset:
-            assert self._local_fit is not None
-            (fit_data, floors), polish_data = self._local_fit, None
+        placed = self._placed[device]
+        fit_data, polish_data, floors = placed.fit, placed.polish, placed.floors
+        if local and placed.local is not None and kb > 0:
+            (fit_data, floors), polish_data = placed.local, None
         key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
                      opts.dtype, opts.method, self._loss,
                      keep_start=local and kb > 0 and self._mode == "map")
@@ -1100,8 +1136,8 @@ class Evaluator:
         import jax
 
         batch_args = jax.device_put((code, meta, lits.astype(self._np_dtype), init,
-                                     np.int32(len(batch))), self._device)
-        args = (*batch_args, fit_data, polish_data, self._all_data, floors)
+                                     np.int32(len(batch))), self._ring.devices[device])
+        args = (*batch_args, fit_data, polish_data, placed.every, floors)
         exe, compile_s = _k.COMPILED.get("fit", key, args)
         if compile_s:
             self._stats.compiles += 1

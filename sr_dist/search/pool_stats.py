@@ -21,7 +21,8 @@ __all__ = ["merge_replica_stats", "replica_row", "stats_for_record"]
 #: Evaluator counters that add up across replicas.
 _SUMMED = ("compiles", "compile_s", "fits", "local_fits", "cache_hits", "submitted", "invalid", "errors",
            "nonfinite", "refined", "batches", "fit_s", "evaluations", "cache_entries", "queue_depth",
-           "busy_s", "failed_batches", "search_fits", "fits_per_s", "recent_formulas_per_s")
+           "busy_s", "failed_batches", "search_fits", "fits_per_s", "recent_formulas_per_s",
+           "host_devices")
 _BATCHING_SUMMED = ("requests", "formulas", "batches", "batched_formulas", "mixed_agent_batches",
                     "duplicate_formulas", "cross_agent_duplicates", "queue_depth",
                     "in_flight_requests")
@@ -58,6 +59,8 @@ def replica_row(stats: Mapping[str, Any], search_s: float | None = None) -> dict
         "busy_s": round(_num(stats.get("busy_s")), 3),
         "queue_wait": _percentiles(dict(stats.get("queue_wait", {}))),
         "xla_flags": stats.get("xla_flags", ""),
+        "host_devices": int(_num(stats.get("host_devices")) or 1),
+        "device_batches": list(stats.get("device_batches") or []),
     }
     if search_s:
         row["fits_per_s"] = round(fits / search_s, 2)
@@ -75,6 +78,10 @@ def merge_replica_stats(replicas: Sequence[Mapping[str, Any]],
                               if k in ("layout", "device", "rows", "buckets")}
     for key in _SUMMED:
         merged[key] = _sum(rows, key)
+    # Batches given to each replica's first, second, ... device (host_devices), summed.
+    per_device = [list(r.get("device_batches") or []) for r in rows]
+    merged["device_batches"] = [sum(d[i] for d in per_device if i < len(d))
+                                for i in range(max(map(len, per_device)))]
     batchings = [dict(r.get("batching", {})) for r in rows]
     batching: dict[str, Any] = {key: _sum(batchings, key) for key in _BATCHING_SUMMED}
     sizes: Counter[int] = Counter()

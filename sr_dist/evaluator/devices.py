@@ -1,0 +1,72 @@
+"""The CPU devices an evaluator spreads its batches over, and which one takes the next batch.
+
+JAX runs the executions of one CPU device one at a time, on one thread, so an evaluator whose
+batches all go to one device fits on one core however many the machine has. JAX can present
+the host as several CPU devices (its ``jax_num_cpu_devices`` setting), and executions on
+different devices run at once, each on a thread of its own: two devices ran two fit kernels in
+the time of one on the 2-core development machine (docs/benchmarks.md, "Throughput"). Each
+device holds its own copy of the data (a few MB at 1e5 rows) and compiles its own executables.
+
+The setting must be made before JAX starts its backends, so it takes effect only in a process
+where nothing has asked JAX for a device yet (a fresh evaluator actor). Elsewhere the evaluator
+uses the CPU devices JAX already has, which is one unless the process asked for more.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["DeviceRing", "cpu_devices"]
+
+
+def cpu_devices(wanted: int) -> list[Any]:
+    """Up to ``wanted`` JAX CPU devices: JAX is asked for that many where its backends have
+    not started yet; otherwise (or where JAX refuses) the ones it already has."""
+    import jax
+
+    if wanted > 1 and int(getattr(jax.config, "jax_num_cpu_devices", -1)) < wanted:
+        try:
+            # jax.config.update is unannotated in jax 0.10, hence the ignore.
+            jax.config.update("jax_num_cpu_devices", wanted)  # type: ignore[no-untyped-call]
+        except RuntimeError:
+            pass  # the backends started already: keep the devices they have
+    return list(jax.devices("cpu")[:max(wanted, 1)])
+
+
+class DeviceRing:
+    """Picks the device for each batch: the one with the fewest formulas dispatched to it and
+    not yet read back (ties: the lowest index), so a long batch on one device sends the next
+    ones to the others. ``take`` and ``release`` are called from the evaluator's threads."""
+
+    def __init__(self, devices: Sequence[Any]) -> None:
+        if not devices:
+            raise ValueError("DeviceRing needs at least one device")
+        self.devices = tuple(devices)
+        self._queued = [0] * len(self.devices)
+        self._batches = [0] * len(self.devices)
+        self._lock = threading.Lock()
+
+    def take(self, formulas: int) -> int:
+        """The index of the device the next batch of ``formulas`` goes to (counted queued)."""
+        with self._lock:
+            index = min(range(len(self._queued)), key=self._queued.__getitem__)
+            self._queued[index] += formulas
+            self._batches[index] += 1
+            return index
+
+    def release(self, index: int, formulas: int) -> None:
+        """A batch of ``formulas`` on device ``index`` has been read back (or failed)."""
+        with self._lock:
+            self._queued[index] = max(self._queued[index] - formulas, 0)
+
+    def queued(self) -> tuple[int, ...]:
+        """Formulas dispatched to each device and not yet read back."""
+        with self._lock:
+            return tuple(self._queued)
+
+    def batches(self) -> tuple[int, ...]:
+        """Batches each device has been given."""
+        with self._lock:
+            return tuple(self._batches)

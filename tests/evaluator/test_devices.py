@@ -1,0 +1,130 @@
+"""Several CPU devices (``host_devices``): which device takes each batch, and an evaluator
+spread over two devices answering exactly as one on one device.
+
+JAX's CPU device count can only be set before its backends start, and this test process has
+started them, so the evaluator runs in a fresh interpreter (``SCRIPT``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sr_dist.conf.schema import EvaluatorConfig
+from sr_dist.data import Dataset
+from sr_dist.evaluator import Evaluator
+from sr_dist.evaluator.devices import DeviceRing
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_ring_gives_each_batch_to_the_device_with_the_fewest_queued_formulas(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5))
+    ring = DeviceRing([f"d{i}" for i in range(n)])
+    queued = [0] * n
+    open_batches: list[tuple[int, int]] = []
+    given = [0] * n
+    for _ in range(60):
+        if open_batches and rng.random() < 0.4:
+            index, size = open_batches.pop(int(rng.integers(len(open_batches))))
+            ring.release(index, size)
+            queued[index] -= size
+        else:
+            size = int(rng.integers(1, 17))
+            expected = min(range(n), key=lambda i: (queued[i], i))
+            assert ring.take(size) == expected
+            queued[expected] += size
+            given[expected] += 1
+            open_batches.append((expected, size))
+        assert ring.queued() == tuple(queued)
+    assert ring.batches() == tuple(given)
+
+
+def test_the_ring_counts_batches_and_never_goes_below_zero() -> None:
+    ring = DeviceRing(["a", "b"])
+    assert (ring.take(4), ring.take(1), ring.take(2)) == (0, 1, 1)
+    assert ring.batches() == (1, 2)
+    ring.release(1, 100)  # a release larger than what is queued (a failed read) clamps at 0
+    assert ring.queued() == (4, 0)
+    with pytest.raises(ValueError, match="at least one device"):
+        DeviceRing([])
+
+
+def test_host_devices_is_checked_and_one_device_is_used_where_jax_has_started(
+        target_dataset: Dataset) -> None:
+    with pytest.raises(ValueError, match="host_devices must be >= 1"):
+        Evaluator(target_dataset, host_devices=0)
+    import jax
+
+    jax.devices()  # this process's backends have started: one CPU device, whatever is asked
+    ev = Evaluator(target_dataset, host_devices=2)
+    assert ev.stats()["host_devices"] == len(jax.devices("cpu")[:2])
+
+
+def test_a_cpu_replica_gets_a_device_per_reserved_core() -> None:
+    assert EvaluatorConfig().evaluator_options()["host_devices"] == 1
+    assert EvaluatorConfig(cpus_per_replica=3).evaluator_options()["host_devices"] == 3
+    assert EvaluatorConfig(cpus_per_replica=3,
+                           options={"host_devices": 1}).evaluator_options()["host_devices"] == 1
+    assert EvaluatorConfig(device="gpu").evaluator_options()["host_devices"] == 1
+
+
+#: Fits a generated stream of calls (full fits and local searches, begun two at a time) with an
+#: evaluator on two CPU devices and one on one device, in a fresh process; prints both answers.
+SCRIPT = r"""
+import json, sys
+import numpy as np
+from sr_dist.data import dataset_from_arrays
+from sr_dist.evaluator import Evaluator
+
+rng = np.random.default_rng(int(sys.argv[1]))
+X = rng.uniform(0.5, 3.0, (160, 3))
+y = 1.7 * X[:, 0] * np.sin(0.8 * X[:, 1]) + X[:, 2] ** 2 / (1.0 + X[:, 0])
+ds = dataset_from_arrays(X, y, ["x0", "x1", "x2"])
+two = Evaluator(ds, host_devices=2, batch_size=4)
+one = Evaluator(ds, host_devices=1, batch_size=4)
+shapes = ["a*x0*sin(k*x1) + b", "a*x2**2/(b + x0)", "a*x0 + b*x1 + c*x2", "a*exp(k*x2) + b",
+          "x0*x1", "a*x0*sin(k*x1) + b*x2**2/(c + x0)", "a*log(x0) + b*x1**2", "a*tanh(k*x1)"]
+calls = []
+for _ in range(6):
+    texts = [shapes[int(i)] for i in rng.integers(0, len(shapes), int(rng.integers(3, 9)))]
+    starts = [({"a": float(rng.uniform(0.5, 2.0))} if "a" in t and rng.random() < 0.5 else None)
+              for t in texts]
+    calls.append((texts, starts))
+
+def answers(ev):
+    out, pending = [], []
+    for texts, starts in calls:
+        pending.append(ev.begin(texts, starts=starts))
+        if len(pending) == 2:
+            out.extend(ev.finish(pending.pop(0)))
+    for p in pending:
+        out.extend(ev.finish(p))
+    return [[r.canonical, r.status, sorted(r.constants.items()), r.train_nmse, r.val_nmse,
+             r.local, r.iterations] for r in out]
+
+print(json.dumps({"two": answers(two), "one": answers(one), "stats": two.stats()}))
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_two_devices_answer_exactly_as_one(seed: int, tmp_path: Path) -> None:
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+    env.pop("XLA_FLAGS", None)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(seed)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    stats = out["stats"]
+    assert stats["host_devices"] == 2
+    assert all(n > 0 for n in stats["device_batches"]), stats["device_batches"]
+    assert out["two"] == out["one"]
+    assert sum(row[1] == "ok" for row in out["two"]) >= len(out["two"]) // 2
