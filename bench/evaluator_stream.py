@@ -11,6 +11,8 @@ and prints a table: milliseconds per candidate (median), local and full fits, an
 the first variant::
 
     .venv/bin/python bench/evaluator_stream.py --variant '{"local_subsample": 0}' --variant '{}'
+    .venv/bin/python bench/evaluator_stream.py --host-devices 2 --variant '{}' \
+        --variant '{"host_devices": 2}'
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ import numpy as np
 from sr_dist.conversation import Context
 from sr_dist.data import load_dataset
 from sr_dist.evaluator import Evaluator
+from sr_dist.evaluator.devices import cpu_devices
+from sr_dist.evaluator.prepared import prepare_text
 from sr_dist.sr.evolve.model import EvolveModel
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
-Request = tuple[list[str], list[dict[str, float] | None] | None]
+Request = tuple[list[Any], list[dict[str, float] | None] | None]  # texts, or PreparedFormula
 _SHOWN = ("expression", "canonical", "status", "constants", "train_nmse", "val_nmse",
           "complexity", "error")
 
@@ -94,13 +98,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--variant", action="append", default=[],
                         help="evaluator options as JSON; the first is the baseline")
+    parser.add_argument("--host-devices", type=int, default=1,
+                        help="JAX CPU devices this process asks for before its first fit, so a "
+                             'variant can set "host_devices" up to that many')
+    parser.add_argument("--prepared", action="store_true",
+                        help="replay the formulas parsed and lowered, as agents send them "
+                             "(PreparedFormula), instead of as text")
     args = parser.parse_args(argv)
+    cpu_devices(args.host_devices)
     variants = [json.loads(v) for v in args.variant] or [{"local_subsample": 0}, {}]
     with tempfile.TemporaryDirectory() as tmp:
         csv = Path(tmp) / "stream.csv"
         write_target(csv, args.rows)
         dataset = load_dataset(f"csv:{csv}", seed=0)
         requests = record(dataset, args.record)
+        if args.prepared:
+            names = tuple(dataset.feature_names)
+            requests = [([prepare_text(e, names) for e in ex], st) for ex, st in requests]
         evaluators = [Evaluator(dataset, **v) for v in variants]
         for evaluator in evaluators:
             replay(evaluator, requests)  # compiles
@@ -111,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = sum(len(e) for e, _ in requests)
     local = sum(1 for _, s in requests for x in (s or []) if x is not None)
     print(f"{len(requests)} requests, {n} candidates ({local} with a start), {args.rows} rows, "
-          f"median of {args.repeat} replays")
+          f"{'prepared' if args.prepared else 'text'}, median of {args.repeat} replays")
     print("| variant | ms / candidate | x baseline |")
     print("|---|---:|---:|")
     base = float(np.median(times[0]))

@@ -544,6 +544,8 @@ class Evaluator:
         self._unfinished: deque[PendingFits] = deque()
         self._last_read = 0.0  # when the last batch was read back (busy time is not counted twice)
         self._hints: DataHints | None = None
+        #: Fit executables by (FitKey, device index, local rows): see ``_launch``.
+        self._executables: dict[tuple[Any, int, bool], Any] = {}
         self._prepare_data()
         self._placed = self._place_data()
 
@@ -1127,8 +1129,10 @@ class Evaluator:
                        xtol=opts.xtol, patience=opts.patience)
         placed = self._placed[device]
         fit_data, polish_data, floors = placed.fit, placed.polish, placed.floors
-        if local and placed.local is not None and kb > 0:
-            (fit_data, floors), polish_data = placed.local, None
+        local_rows = placed.local if local and kb > 0 else None
+        subset = local_rows is not None
+        if local_rows is not None:
+            (fit_data, floors), polish_data = local_rows, None
         key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
                      opts.dtype, opts.method, self._loss,
                      keep_start=local and kb > 0 and self._mode == "map")
@@ -1138,7 +1142,12 @@ class Evaluator:
         batch_args = jax.device_put((code, meta, lits.astype(self._np_dtype), init,
                                      np.int32(len(batch))), self._ring.devices[device])
         args = (*batch_args, fit_data, polish_data, placed.every, floors)
-        exe, compile_s = _k.COMPILED.get("fit", key, args)
+        # The key, the device and the rows fix every argument's shape and placement, so the
+        # executable is looked up once, not signed (flattened and described) every batch.
+        exe, compile_s = self._executables.get((key, device, subset)), 0.0
+        if exe is None:
+            exe, compile_s = _k.COMPILED.get("fit", key, args)
+            self._executables[(key, device, subset)] = exe
         if compile_s:
             self._stats.compiles += 1
             self._stats.compile_s += compile_s

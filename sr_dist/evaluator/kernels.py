@@ -340,10 +340,14 @@ _FIT_JIT = jax.jit(_fit_bucket, static_argnums=0)
 _PREDICT_JIT = jax.jit(_predict_bucket, static_argnums=0)
 
 
-def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
+def _signature(args: tuple[Any, ...], placed: bool = True) -> tuple[Any, ...]:
+    """The arguments' tree, shapes, dtypes and (``placed``) devices: an executable runs on the
+    device it was compiled for. A traced program is the same for every device, so the store
+    keys it without them (``placed=False``): a second device compiles, but does not trace."""
     leaves, treedef = jax.tree_util.tree_flatten(args)
     return (treedef,) + tuple(
-        (tuple(x.shape), str(x.dtype), str(getattr(x, "sharding", ""))) for x in leaves)
+        (tuple(x.shape), str(x.dtype), str(getattr(x, "sharding", "")) if placed else "")
+        for x in leaves)
 
 
 class CompileCache:
@@ -363,13 +367,15 @@ class CompileCache:
         with self._lock:
             self._store = store
 
-    def _lower(self, kind: str, key: NamedTuple, args: tuple[Any, ...], sig: Any) -> Any:
+    def _lower(self, kind: str, key: NamedTuple, args: tuple[Any, ...]) -> Any:
         fn = _FIT_JIT if kind == "fit" else _PREDICT_JIT
         loss = getattr(key, "loss", None)
         if self._store is None or (loss is not None and loss.fn is not None):
             return fn.lower(key, *args)  # a user's loss function is not part of any stored key
         raw = _fit_bucket if kind == "fit" else _predict_bucket
-        return self._store.lower(raw, fn, key, args, sig, FitOutput if kind == "fit" else None)
+        portable = (kind, key, _signature(args, placed=False))
+        return self._store.lower(raw, fn, key, args, portable,
+                                 FitOutput if kind == "fit" else None)
 
     def get(self, kind: str, key: NamedTuple, args: tuple[Any, ...]) -> tuple[Any, float]:
         sig = (kind, key, _signature(args))
@@ -378,7 +384,7 @@ class CompileCache:
             if exe is not None:
                 return exe, 0.0
             t0 = time.perf_counter()
-            exe = self._lower(kind, key, args, sig).compile()
+            exe = self._lower(kind, key, args).compile()
             elapsed = time.perf_counter() - t0
             self._exes[sig] = exe
             return exe, elapsed

@@ -81,16 +81,19 @@ def test_a_cpu_replica_gets_a_device_per_reserved_core() -> None:
 #: evaluator on two CPU devices and one on one device, in a fresh process; prints both answers.
 SCRIPT = r"""
 import json, sys
+from pathlib import Path
 import numpy as np
 from sr_dist.data import dataset_from_arrays
 from sr_dist.evaluator import Evaluator
+from sr_dist.evaluator.devices import cpu_devices
 
 rng = np.random.default_rng(int(sys.argv[1]))
 X = rng.uniform(0.5, 3.0, (160, 3))
 y = 1.7 * X[:, 0] * np.sin(0.8 * X[:, 1]) + X[:, 2] ** 2 / (1.0 + X[:, 0])
 ds = dataset_from_arrays(X, y, ["x0", "x1", "x2"])
-two = Evaluator(ds, host_devices=2, batch_size=4)
+cpu_devices(2)  # before JAX starts: this process has two CPU devices
 one = Evaluator(ds, host_devices=1, batch_size=4)
+two = Evaluator(ds, host_devices=2, batch_size=4)
 shapes = ["a*x0*sin(k*x1) + b", "a*x2**2/(b + x0)", "a*x0 + b*x1 + c*x2", "a*exp(k*x2) + b",
           "x0*x1", "a*x0*sin(k*x1) + b*x2**2/(c + x0)", "a*log(x0) + b*x1**2", "a*tanh(k*x1)"]
 calls = []
@@ -111,15 +114,24 @@ def answers(ev):
     return [[r.canonical, r.status, sorted(r.constants.items()), r.train_nmse, r.val_nmse,
              r.local, r.iterations] for r in out]
 
-print(json.dumps({"two": answers(two), "one": answers(one), "stats": two.stats()}))
+traced = Path(sys.argv[2]) / "traced"
+on_one = answers(one)
+stored_by_one = sorted(p.name for p in traced.glob("*.jaxexport"))
+on_two = answers(two)
+stored_by_both = sorted(p.name for p in traced.glob("*.jaxexport"))
+print(json.dumps({"two": on_two, "one": on_one, "stats": two.stats(),
+                  "traced": [stored_by_one, stored_by_both]}))
 """
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_two_devices_answer_exactly_as_one(seed: int, tmp_path: Path) -> None:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+def test_two_devices_answer_exactly_as_one_and_trace_nothing_again(seed: int, tmp_path: Path) -> None:
+    cache = tmp_path / "jax"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT),
+           "SR_DIST_JAX_CACHE_DIR": str(cache)}
     env.pop("XLA_FLAGS", None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(seed)], env=env, cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(seed), str(cache)], env=env,
+                          cwd=tmp_path,
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -127,4 +139,7 @@ def test_two_devices_answer_exactly_as_one(seed: int, tmp_path: Path) -> None:
     assert stats["host_devices"] == 2
     assert all(n > 0 for n in stats["device_batches"]), stats["device_batches"]
     assert out["two"] == out["one"]
+    # The second device compiled the buckets the first had traced, without tracing them again.
+    stored_by_one, stored_by_both = out["traced"]
+    assert stored_by_one and stored_by_both == stored_by_one
     assert sum(row[1] == "ok" for row in out["two"]) >= len(out["two"]) // 2
