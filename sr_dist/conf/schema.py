@@ -476,11 +476,8 @@ class EvaluatorConfig(_Group):
         _set(self, "options", options)
 
     def evaluator_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``Evaluator(dataset, **options)`` (``device`` included). On
-        the CPU a replica spreads its batches over as many JAX devices as it reserves cores
-        (``host_devices``, unless the config sets it)."""
-        return {"host_devices": self.cpus_per_replica if self.device == "cpu" else 1,
-                "restarts": self.restarts, "dtype": self.dtype, "method": self.method,
+        """Keyword arguments of ``Evaluator(dataset, **options)`` (``device`` included)."""
+        return {"restarts": self.restarts, "dtype": self.dtype, "method": self.method,
                 "variable_projection": self.variable_projection, "loss": self.loss,
                 "huber_delta": self.huber_delta, **self.options, "device": self.device}
 
