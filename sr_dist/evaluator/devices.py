@@ -14,11 +14,16 @@ uses the CPU devices JAX already has, which is one unless the process asked for 
 
 from __future__ import annotations
 
+import atexit
+import logging
 import threading
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-__all__ = ["DeviceRing", "cpu_devices"]
+__all__ = ["BackgroundQueue", "DeviceRing", "cpu_devices"]
+
+log = logging.getLogger(__name__)
 
 
 def cpu_devices(wanted: int) -> list[Any]:
@@ -48,10 +53,13 @@ class DeviceRing:
         self._batches = [0] * len(self.devices)
         self._lock = threading.Lock()
 
-    def take(self, formulas: int) -> int:
-        """The index of the device the next batch of ``formulas`` goes to (counted queued)."""
+    def take(self, formulas: int, allowed: Collection[int] | None = None) -> int:
+        """The index of the device the next batch of ``formulas`` goes to (counted queued),
+        among ``allowed`` (default: every device; an empty collection means device 0)."""
         with self._lock:
-            index = min(range(len(self._queued)), key=self._queued.__getitem__)
+            choices = sorted(allowed) if allowed else (
+                range(len(self._queued)) if allowed is None else [0])
+            index = min(choices, key=self._queued.__getitem__)
             self._queued[index] += formulas
             self._batches[index] += 1
             return index
@@ -70,3 +78,55 @@ class DeviceRing:
         """Batches each device has been given."""
         with self._lock:
             return tuple(self._batches)
+
+
+class BackgroundQueue:
+    """Runs submitted jobs one at a time on a daemon thread (the other devices' compiles, so
+    the evaluator's own thread never waits for them). A job that raises is logged and dropped:
+    what it would have prepared is simply not used."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._jobs: deque[Callable[[], None]] = deque()
+        self._open = 0  # submitted and not finished
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._cond:
+            self._jobs.append(job)
+            self._open += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+                # A compile still running when the interpreter exits aborts it from C++:
+                # at exit, drop what is queued and let the running job finish.
+                atexit.register(self.close)
+            self._cond.notify_all()
+
+    def close(self, timeout: float | None = 120.0) -> bool:
+        """Drop the jobs not started and wait (up to ``timeout`` s) for the running one."""
+        with self._cond:
+            self._open -= len(self._jobs)
+            self._jobs.clear()
+            self._cond.notify_all()
+        return self.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every submitted job has finished; ``False`` if ``timeout`` ran out."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._open == 0, timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._jobs))
+                job = self._jobs.popleft()
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - a failed preparation costs only its use
+                log.warning("background job of %s failed", self._name, exc_info=True)
+            finally:
+                with self._cond:
+                    self._open -= 1
+                    self._cond.notify_all()

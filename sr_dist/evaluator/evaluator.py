@@ -30,7 +30,7 @@ import numpy as np
 
 from sr_dist.candidate import RANK_METRICS
 from sr_dist.evaluator.data_starts import DataHints, data_hints, hinted_restarts
-from sr_dist.evaluator.devices import DeviceRing, cpu_devices
+from sr_dist.evaluator.devices import BackgroundQueue, DeviceRing, cpu_devices
 from sr_dist.evaluator.losses import QUADRATIC_LOSSES, LossSpec, resolve_loss
 from sr_dist.evaluator.metrics import check_metrics, extra_metrics
 from sr_dist.evaluator.phases import wrap_phases
@@ -546,6 +546,10 @@ class Evaluator:
         self._hints: DataHints | None = None
         #: Fit executables by (FitKey, device index, local rows): see ``_launch``.
         self._executables: dict[tuple[Any, int, bool], Any] = {}
+        #: The other devices' compiles: queued, and the seconds of each one done.
+        self._compiling: set[tuple[Any, int, bool]] = set()
+        self._device_compiles: list[float] = []
+        self._background = BackgroundQueue("evaluator-device-compiles")
         self._prepare_data()
         self._placed = self._place_data()
 
@@ -771,6 +775,8 @@ class Evaluator:
             "device": str(self._device),
             "host_devices": len(self._ring.devices),
             "device_batches": list(self._ring.batches()),
+            "device_compiles": len(self._device_compiles),
+            "device_compile_s": round(sum(self._device_compiles), 4),
             "rows": {"train": self._sizes.train, "val": self._sizes.val,
                      "test": self._sizes.test, "fit": self._n_fit_rows,
                      "local": self._n_local_rows},
@@ -1038,11 +1044,9 @@ class Evaluator:
         for (bucket, local), group in groups.items():
             for start in range(0, len(group), cap):
                 batch = group[start:start + cap]
-                device = self._ring.take(len(batch))
                 try:
-                    pending, compiled = self._launch(batch, bucket, local, device)
+                    pending, compiled, device = self._launch(batch, bucket, local)
                 except Exception as exc:  # noqa: BLE001 - report, never raise out of fit_many
-                    self._ring.release(device, len(batch))
                     self._fail(failed_out, batch, exc)
                     continue
                 launched.append(_Launched(batch, bucket, local, pending, device))
@@ -1087,9 +1091,11 @@ class Evaluator:
             out[job.canonical] = _Entry("error", msg, (), _NO_METRICS, 0.0, 0)
 
     def _launch(self, batch: list[_Job], bucket: Bucket,
-                local: bool = False, device: int = 0) -> tuple[Any, float]:
-        """Pack a batch, get its bucket's executable and dispatch it to ``device`` (its index
-        in the ring; returns the device arrays and the seconds spent compiling for it).
+                local: bool = False) -> tuple[Any, float, int]:
+        """Pack a batch, get its bucket's executable and dispatch it (returns the device arrays,
+        the seconds spent compiling for it and the index of the device in the ring). The batch
+        goes to a device that has the executable; where none has, device 0 compiles it, and
+        the other devices compile theirs in the background (``_compile_elsewhere``).
         ``local``: every job has a start; restart 0 begins there (a local search)."""
         from sr_dist.evaluator import kernels as _k
         from sr_dist.evaluator.interpreter import Layout
@@ -1127,31 +1133,68 @@ class Evaluator:
         layout = Layout(f, kb, sc.n_lits, sc.n_temps)
         lm = LMOptions(max_iters=opts.local_iters if local else opts.max_iters, ftol=opts.ftol,
                        xtol=opts.xtol, patience=opts.patience)
-        placed = self._placed[device]
-        fit_data, polish_data, floors = placed.fit, placed.polish, placed.floors
-        local_rows = placed.local if local and kb > 0 else None
-        subset = local_rows is not None
-        if local_rows is not None:
-            (fit_data, floors), polish_data = local_rows, None
         key = FitKey(layout, sc.n_instr, cap, restarts, lm, opts.polish_iters, self._mode,
                      opts.dtype, opts.method, self._loss,
                      keep_start=local and kb > 0 and self._mode == "map")
-        # One transfer for the batch's five arrays (each device_put has a fixed cost).
+        subset = local and kb > 0 and self._placed[0].local is not None
+        arrays = (code, meta, lits.astype(self._np_dtype), init, np.int32(len(batch)))
+        ready = [i for i in range(len(self._ring.devices))
+                 if (key, i, subset) in self._executables]
+        device = self._ring.take(len(batch), ready)
+        try:
+            args = self._device_args(device, subset, arrays)
+            # The key, the device and the rows fix every argument's shape and placement, so
+            # the executable is looked up once, not signed (flattened, described) every batch.
+            exe, compile_s = self._executables.get((key, device, subset)), 0.0
+            if exe is None:
+                exe, compile_s = _k.COMPILED.get("fit", key, args)
+                self._executables[(key, device, subset)] = exe
+            if compile_s:
+                self._stats.compiles += 1
+                self._stats.compile_s += compile_s
+            self._compile_elsewhere(key, subset, arrays)
+            return exe(*args), compile_s, device
+        except Exception:
+            self._ring.release(device, len(batch))
+            raise
+
+    def _device_args(self, device: int, subset: bool, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A fit executable's arguments on ``device``: the batch's ``arrays`` (one transfer for
+        the five: each device_put has a fixed cost) and the data that device holds (the local
+        searches' rows where ``subset``)."""
         import jax
 
-        batch_args = jax.device_put((code, meta, lits.astype(self._np_dtype), init,
-                                     np.int32(len(batch))), self._ring.devices[device])
-        args = (*batch_args, fit_data, polish_data, placed.every, floors)
-        # The key, the device and the rows fix every argument's shape and placement, so the
-        # executable is looked up once, not signed (flattened and described) every batch.
-        exe, compile_s = self._executables.get((key, device, subset)), 0.0
-        if exe is None:
-            exe, compile_s = _k.COMPILED.get("fit", key, args)
-            self._executables[(key, device, subset)] = exe
-        if compile_s:
-            self._stats.compiles += 1
-            self._stats.compile_s += compile_s
-        return exe(*args), compile_s
+        placed = self._placed[device]
+        fit_data, polish_data, floors = placed.fit, placed.polish, placed.floors
+        if subset and placed.local is not None:
+            (fit_data, floors), polish_data = placed.local, None
+        batch_args = jax.device_put(arrays, self._ring.devices[device])
+        return (*batch_args, fit_data, polish_data, placed.every, floors)
+
+    def _compile_elsewhere(self, key: Any, subset: bool, arrays: tuple[Any, ...]) -> None:
+        """Queue the compiles of ``key`` for the devices that lack it, on the background
+        thread: until one is done, that device is given none of the bucket's batches."""
+        from sr_dist.evaluator import kernels as _k
+
+        for device in range(1, len(self._ring.devices)):
+            slot = (key, device, subset)
+            if slot in self._executables or slot in self._compiling:
+                continue
+            self._compiling.add(slot)
+
+            def compile_one(slot: tuple[Any, int, bool] = slot) -> None:
+                args = self._device_args(slot[1], slot[2], arrays)
+                exe, seconds = _k.COMPILED.get("fit", slot[0], args)
+                self._executables[slot] = exe
+                self._device_compiles.append(seconds)
+
+            self._background.submit(compile_one)
+
+    def wait_for_compiles(self, timeout: float | None = None) -> bool:
+        """Block until the other devices' background compiles (``host_devices``) are done;
+        ``False`` if ``timeout`` seconds ran out first. For benchmarks and tests: a fit never
+        needs to wait for them."""
+        return self._background.wait(timeout)
 
     def _collect(self, batch: list[_Job], bucket: Bucket,
                  host: _HostFit, local: bool = False) -> dict[str, _Entry]:

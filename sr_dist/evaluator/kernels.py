@@ -381,13 +381,15 @@ class CompileCache:
         sig = (kind, key, _signature(args))
         with self._lock:
             exe = self._exes.get(sig)
-            if exe is not None:
-                return exe, 0.0
-            t0 = time.perf_counter()
-            exe = self._lower(kind, key, args).compile()
-            elapsed = time.perf_counter() - t0
-            self._exes[sig] = exe
-            return exe, elapsed
+        if exe is not None:
+            return exe, 0.0
+        # Compiled outside the lock: a compile for another device in the background must not
+        # hold up this thread's lookups (two threads compiling one signature keep the first).
+        t0 = time.perf_counter()
+        exe = self._lower(kind, key, args).compile()
+        elapsed = time.perf_counter() - t0
+        with self._lock:
+            return self._exes.setdefault(sig, exe), elapsed
 
     def __len__(self) -> int:
         with self._lock:

@@ -22,7 +22,7 @@ __all__ = ["merge_replica_stats", "replica_row", "stats_for_record"]
 _SUMMED = ("compiles", "compile_s", "fits", "local_fits", "cache_hits", "submitted", "invalid", "errors",
            "nonfinite", "refined", "batches", "fit_s", "evaluations", "cache_entries", "queue_depth",
            "busy_s", "failed_batches", "search_fits", "fits_per_s", "recent_formulas_per_s",
-           "host_devices")
+           "host_devices", "device_compiles", "device_compile_s")
 _BATCHING_SUMMED = ("requests", "formulas", "batches", "batched_formulas", "mixed_agent_batches",
                     "duplicate_formulas", "cross_agent_duplicates", "queue_depth",
                     "in_flight_requests")
