@@ -212,6 +212,10 @@ class EvaluatorOptions:
     #: on a second core. It takes effect where JAX has not started yet (an evaluator actor);
     #: elsewhere the devices JAX already has are used. The fitted values are the same.
     host_devices: int = 1
+    #: With ``host_devices`` > 1: ``True`` spreads every batch; ``False`` keeps local searches
+    #: on device 0, so the other devices take only full fits (multi-start, several times the
+    #: cost), which fill a run's first seconds while its agents wait.
+    spread_local: bool = True
 
     def fit_key(self) -> tuple[Any, ...]:
         return (self.method, self.variable_projection, self.restarts, self.max_iters,
@@ -1138,7 +1142,8 @@ class Evaluator:
                      keep_start=local and kb > 0 and self._mode == "map")
         subset = local and kb > 0 and self._placed[0].local is not None
         arrays = (code, meta, lits.astype(self._np_dtype), init, np.int32(len(batch)))
-        ready = [i for i in range(len(self._ring.devices))
+        spread = not local or opts.spread_local
+        ready = [i for i in range(len(self._ring.devices) if spread else 1)
                  if (key, i, subset) in self._executables]
         device = self._ring.take(len(batch), ready)
         try:
@@ -1153,7 +1158,8 @@ class Evaluator:
             if compile_s:
                 self._stats.compiles += 1
                 self._stats.compile_s += compile_s
-            self._compile_elsewhere(key, subset, arrays)
+            if spread:
+                self._compile_elsewhere(key, subset, arrays)
             # The batch's host arrays go to the executable as they are: it places them on its
             # device, at a quarter of the cost of a device_put first (49 against 213 us a
             # batch, measured on 2 cores).

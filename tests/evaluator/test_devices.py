@@ -164,8 +164,22 @@ assert two.wait_for_compiles(300)
 two.clear_cache()
 on_two = answers(two)
 stored_by_both = sorted(p.name for p in traced.glob("*.jaxexport"))
+# Local searches only (every formula with a start), with every executable compiled: spread
+# over both devices, or (spread_local=False) all on device 0.
+local_calls = [([t for t in texts], [{"a": 1.5} for _ in texts]) for texts, _ in calls]
+spread = {}
+for flag in (True, False):
+    ev = Evaluator(ds, host_devices=2, batch_size=4, spread_local=flag)
+    for texts, starts in local_calls:  # device 0 first; device 1 loads its executables
+        ev.fit_many(texts, starts=starts)
+    assert ev.wait_for_compiles(300)
+    before = ev.stats()["device_batches"]
+    ev.clear_cache()
+    for texts, starts in local_calls:
+        ev.fit_many(texts, starts=starts)
+    spread[str(flag)] = [b - a for a, b in zip(before, ev.stats()["device_batches"])]
 print(json.dumps({"two": on_two, "first": first, "one": on_one, "stats": two.stats(),
-                  "cold": cold, "traced": [stored_by_one, stored_by_both]}))
+                  "cold": cold, "traced": [stored_by_one, stored_by_both], "spread": spread}))
 """
 
 
@@ -188,6 +202,8 @@ def test_two_devices_answer_exactly_as_one_and_trace_nothing_again(tmp_path: Pat
     assert out["cold"][1] == 0 and stats["device_compiles"] > 0
     assert all(n > 0 for n in stats["device_batches"]), stats["device_batches"]
     assert out["two"] == out["one"] == out["first"]
+    # Local searches go to both devices, or to device 0 alone with spread_local=False.
+    assert out["spread"]["True"][1] > 0 and out["spread"]["False"][1] == 0
     # The second device compiled the buckets the first had traced, without tracing them again.
     stored_by_one, stored_by_both = out["traced"]
     assert stored_by_one and stored_by_both == stored_by_one
