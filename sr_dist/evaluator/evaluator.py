@@ -140,7 +140,8 @@ class EvaluatorOptions:
     """Options of :class:`Evaluator` (all keyword arguments of its constructor).
 
     Everything that can change a fitted value is part of the result-cache key (see
-    :meth:`fit_key`); ``device``, ``cache_size``, ``batch_size``, ``host_devices`` and
+    :meth:`fit_key`); ``device``, ``cache_size``, ``batch_size``, ``host_devices``,
+    ``spread_local`` and
     ``compilation_cache_dir`` are not.
     """
 
