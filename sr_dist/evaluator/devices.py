@@ -80,10 +80,15 @@ class DeviceRing:
             return tuple(self._batches)
 
 
+#: Seconds a background thread waits for a job before it ends (the next submit starts one).
+IDLE_S = 5.0
+
+
 class BackgroundQueue:
     """Runs submitted jobs one at a time on a daemon thread (the other devices' compiles, so
     the evaluator's own thread never waits for them). A job that raises is logged and dropped:
-    what it would have prepared is simply not used."""
+    what it would have prepared is simply not used. The thread ends after :data:`IDLE_S`
+    without work, so evaluators that are done with leave no thread behind."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -91,6 +96,7 @@ class BackgroundQueue:
         self._open = 0  # submitted and not finished
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._at_exit = False
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._cond:
@@ -99,9 +105,11 @@ class BackgroundQueue:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
+            if not self._at_exit:
                 # A compile still running when the interpreter exits aborts it from C++:
                 # at exit, drop what is queued and let the running job finish.
                 atexit.register(self.close)
+                self._at_exit = True
             self._cond.notify_all()
 
     def close(self, timeout: float | None = 120.0) -> bool:
@@ -117,10 +125,17 @@ class BackgroundQueue:
         with self._cond:
             return self._cond.wait_for(lambda: self._open == 0, timeout)
 
+    def alive(self) -> bool:
+        """Whether the background thread is running (it ends when idle)."""
+        with self._cond:
+            return self._thread is not None
+
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._jobs))
+                if not self._cond.wait_for(lambda: bool(self._jobs), IDLE_S):
+                    self._thread = None  # idle: end; the next submit starts another
+                    return
                 job = self._jobs.popleft()
             try:
                 job()

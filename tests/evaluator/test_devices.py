@@ -19,7 +19,7 @@ import pytest
 
 from sr_dist.conf.schema import EvaluatorConfig
 from sr_dist.data import Dataset
-from sr_dist.evaluator import Evaluator
+from sr_dist.evaluator import Evaluator, devices
 from sr_dist.evaluator.devices import BackgroundQueue, DeviceRing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +79,22 @@ def test_background_jobs_run_in_order_and_a_failure_stops_none() -> None:
     assert queue.wait(30)
     assert done == [1, 2]
     assert queue.wait(0)  # nothing open
+
+
+def test_an_idle_background_thread_ends_and_the_next_job_starts_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(devices, "IDLE_S", 0.05)
+    queue = BackgroundQueue("test-idle")
+    done: list[int] = []
+    queue.submit(lambda: done.append(1))
+    assert queue.wait(30)
+    for _ in range(200):
+        if not queue.alive():
+            break
+        threading.Event().wait(0.01)
+    assert not queue.alive()
+    queue.submit(lambda: done.append(2))
+    assert queue.wait(30) and done == [1, 2]
 
 
 def test_closing_the_background_queue_drops_what_has_not_started() -> None:
