@@ -1162,8 +1162,7 @@ class Evaluator:
             if spread:
                 self._compile_elsewhere(key, subset, arrays)
             # The batch's host arrays go to the executable as they are: it places them on its
-            # device, at a quarter of the cost of a device_put first (49 against 213 us a
-            # batch, measured on 2 cores).
+            # device, at about a quarter of the cost of a device_put first (bench/devices.py).
             return exe(*arrays, *data), compile_s, device
         except Exception:
             self._ring.release(device, len(batch))
