@@ -43,6 +43,7 @@ from sr_dist.search.gc_tuning import tune_worker_gc
 from sr_dist.search.pool import canonical_key
 from sr_dist.search.progress import RunTally, TallySnapshot
 from sr_dist.search.quiet import setup_actor_logging
+from sr_dist.search.run_front import RunFront
 from sr_dist.search.sink import WriterSink
 
 if TYPE_CHECKING:  # the settings module imports Hydra, which agent processes do not need
@@ -67,6 +68,9 @@ SPARE_THREADS = 8
 #: How much lower a priority an episode's preparation runs at (Linux nice, per thread) while
 #: the evaluator starts beside it: the evaluator's start is what the search waits for.
 PREPARE_NICE = 10
+#: How long ``best_formulas`` waits for the run's front from the result writer before it
+#: answers with the episode's own front.
+RUN_FRONT_TIMEOUT_S = 5.0
 
 
 @ray.remote
@@ -220,6 +224,9 @@ class ResultWriter:
                                        target_file_mb=target_file_mb, compact=compact)
         self._lock = threading.Lock()
         self._tally = RunTally()
+        #: The run's Pareto front over every agent's rows (``best_formulas`` reads it; a
+        #: restarted writer starts it again from the rows that arrive).
+        self._front = RunFront()
         self._rejected: list[str] = []
         self._resent_batches = 0
         self._resent_rows = 0
@@ -243,7 +250,13 @@ class ResultWriter:
             if result.rejected:
                 self._rejected.extend(result.rejected[: max(0, 20 - len(self._rejected))])
             self._tally.add(result.rows)
+        self._front.add(result.rows)
         return result.accepted
+
+    @ray.method(concurrency_group="control")
+    def front(self) -> tuple[Any, ...]:
+        """The run's Pareto front (``Candidate``s, simplest first): every agent's rows."""
+        return self._front.front()
 
     @ray.method(concurrency_group="control")
     def progress(self) -> TallySnapshot:
@@ -387,7 +400,14 @@ class AgentActor:
         mode = getattr(hosted.spec, "tool_experience", "off")
         notes = await self._experience_notes(hosted.spec.agent_id) if mode in ("on", "read_only") else None
         return await prepare_episode(hosted.spec, self._dataset, hosted.client, hosted.recorder,
-                                     hosted.cancel, experience=notes, nice=nice)
+                                     hosted.cancel, experience=notes, nice=nice,
+                                     run_front=self._run_front)
+
+    def _run_front(self) -> tuple[Any, ...]:
+        """The run's Pareto front, from the result writer (``best_formulas`` calls this on a
+        tool thread; a failure there falls back to the episode's own front)."""
+        front: tuple[Any, ...] = ray.get(self._writer.front.remote(), timeout=RUN_FRONT_TIMEOUT_S)
+        return front
 
     async def run(self, agent_id: int | None = None) -> Any:
         """Run one hosted episode (the only one when ``agent_id`` is None) to its end; returns

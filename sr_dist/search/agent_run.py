@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from sr_dist.agent import AgentLimits, StopReason
@@ -74,6 +74,8 @@ class AgentSpec:
     run_python: Mapping[str, Any] | None = None
     #: ``search.tool_experience``: ``on``, ``read_only`` or ``off`` (docs/tool-experience.md).
     tool_experience: str = "off"
+    #: How many agents search the run (``search.agents``; evolve agents split their library).
+    agents: int = 1
 
 
 def run_python_limits(search: Any) -> dict[str, Any]:
@@ -161,9 +163,11 @@ def _warm_start(agent: Any, prior: tuple[Mapping[str, Any], ...]) -> None:
 
 def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
                 cancel_event: threading.Event, extra_tools: Any = (),
-                experience: Mapping[str, str] | None = None) -> Any:
+                experience: Mapping[str, str] | None = None,
+                run_front: Callable[[], Sequence[Any]] | None = None) -> Any:
     """The ``Agent`` for one episode (raises ``ModelConfigError``/``ValueError`` on bad config);
-    ``experience``: tool name -> what earlier agents learned, appended to its description."""
+    ``experience``: tool name -> what earlier agents learned, appended to its description;
+    ``run_front``: reads the run's Pareto front over every agent (``best_formulas``)."""
     limits = AgentLimits(
         max_turns=spec.max_turns, max_tool_calls=spec.max_tool_calls,
         deadline_s=spec.deadline_s, failure_budget=spec.failure_budget,
@@ -175,7 +179,7 @@ def build_agent(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
         sample_rows=SAMPLE_ROWS, extra_tools=extra_tools, tools=spec.tools,
         dimensionless_constants=spec.dimensionless_constants_only,
         run_python=RunPythonLimits(**spec.run_python) if spec.run_python else None,
-        experience=experience,
+        experience=experience, run_front=run_front, agents=spec.agents,
     )
     if spec.prior:
         _warm_start(agent, spec.prior)
@@ -221,7 +225,9 @@ class PreparedEpisode:
 async def prepare_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorder: Any,
                           cancel_event: threading.Event, *,
                           experience: Mapping[str, str] | None = None,
-                          nice: int = 0) -> PreparedEpisode | AgentOutcome:
+                          nice: int = 0,
+                          run_front: Callable[[], Sequence[Any]] | None = None,
+                          ) -> PreparedEpisode | AgentOutcome:
     """Build one episode's agent and let its model prepare (``Agent.aprepare``: evolve's seed
     library; ``nice``: at that lower priority), which a host does while the evaluator warms
     up; a broken config comes back as an outcome with ``stop_reason`` ``error``, never
@@ -237,7 +243,7 @@ async def prepare_episode(spec: AgentSpec, dataset: Any, evaluator: Any, recorde
             toolset = await astart_mcp_tools(spec.servers)
             extra_tools = toolset.tools(reserved=(*FORMULA_TOOLS, *OPT_IN_TOOLS))
         agent = build_agent(spec, dataset, evaluator, recorder, cancel_event,
-                            extra_tools=extra_tools, experience=experience)
+                            extra_tools=extra_tools, experience=experience, run_front=run_front)
     except Exception as exc:  # noqa: BLE001 - a broken config ends this agent with a reason
         log.error("agent %d could not start: %s", spec.agent_id, exc)
         if toolset is not None:

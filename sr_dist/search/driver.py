@@ -312,6 +312,7 @@ class Driver:
             step_offset=offset, prior=prior, tools=s.search.tools,
             dimensionless_constants_only=s.search.dimensionless_constants_only,
             run_python=run_python_limits(s.search), tool_experience=s.search.tool_experience,
+            agents=s.search.agents,
         )
 
     def _start_pool(self, dataset: Any) -> None:

@@ -67,6 +67,10 @@ class EpisodeContext:
     dimensionless_constants: bool = True
     #: What one ``run_python`` call may use (``search.run_python_*``).
     run_python: RunPythonLimits = field(default_factory=RunPythonLimits)
+    #: The run's Pareto front over every agent's candidates (a callable returning
+    #: ``Candidate``s; the Ray run reads it from the result writer), which ``best_formulas``
+    #: merges with this episode's own; None: the episode's own front only.
+    run_front: Callable[[], Sequence[Any]] | None = None
 
     def __post_init__(self) -> None:
         if not callable(getattr(self.evaluator, "fit_many", None)):
@@ -86,6 +90,7 @@ class EpisodeContext:
         max_expressions_per_call: int = DEFAULT_MAX_EXPRESSIONS,
         dimensionless_constants: bool = True,
         run_python: RunPythonLimits | None = None,
+        run_front: Callable[[], Sequence[Any]] | None = None,
     ) -> EpisodeContext:
         """A context with a fresh archive and episode state unless given; ``cancel_event`` (a
         ``threading.Event`` by default) stops tool calls and the agent loop when set."""
@@ -99,6 +104,7 @@ class EpisodeContext:
             limits=EpisodeLimits(max_expressions_per_call),
             dimensionless_constants=bool(dimensionless_constants),
             run_python=run_python if run_python is not None else RunPythonLimits(),
+            run_front=run_front,
         )
 
     # -- the loop's view (sr_dist.agent.episode.Episode) -------------------------------------

@@ -9,7 +9,7 @@ to a provider).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,9 +42,11 @@ def parser_for(model: ModelProtocol) -> BaseParser:
     return get_parser(name)
 
 
-def problem_info(dataset: Any, *, seed: int = 0, agent_id: int = 0, sample_rows: int = DEFAULT_SAMPLE_ROWS) -> dict[str, Any]:
-    """``context.info`` for a dataset: names, seed, the first ``sample_rows`` training rows, and
-    the units' exponent vectors when the dataset has units (never sent to a provider)."""
+def problem_info(dataset: Any, *, seed: int = 0, agent_id: int = 0, sample_rows: int = DEFAULT_SAMPLE_ROWS,
+                 agents: int = 1) -> dict[str, Any]:
+    """``context.info`` for a dataset: names, seed, the agent's id and the run's agent count,
+    the first ``sample_rows`` training rows, and the units' exponent vectors when the dataset
+    has units (never sent to a provider)."""
     X = np.asarray(dataset.X_train, dtype=float)
     y = np.asarray(dataset.y_train, dtype=float).ravel()
     rows = max(0, min(int(sample_rows), len(y)))
@@ -60,6 +62,7 @@ def problem_info(dataset: Any, *, seed: int = 0, agent_id: int = 0, sample_rows:
         "dataset": str(getattr(dataset, "name", "")),
         "seed": int(seed),
         "agent_id": int(agent_id),
+        "agents": max(1, int(agents)),
         "sample": {"X": X[:rows].reshape(rows, -1).tolist(), "y": y[:rows].tolist()},
     }
 
@@ -83,6 +86,8 @@ def build_agent(
     dimensionless_constants: bool = True,
     run_python: RunPythonLimits | None = None,
     experience: Mapping[str, str] | None = None,
+    run_front: Callable[[], Sequence[Any]] | None = None,
+    agents: int = 1,
 ) -> Agent:
     """A ready :class:`Agent` searching ``dataset`` with ``model``; ``agent.episode`` is the
     :class:`EpisodeContext`: archive, episode state, cancel event.
@@ -93,7 +98,9 @@ def build_agent(
     constants carry units (``search.dimensionless_constants_only=false``). ``run_python``: the
     limits of the opt-in ``run_python`` tool. ``experience``: tool name -> a summary of what
     earlier agents learned with it, appended to that tool's description (Thea's Tool
-    Experience; :mod:`sr_dist.tools.experience`)."""
+    Experience; :mod:`sr_dist.tools.experience`). ``run_front``: the run's Pareto front over
+    every agent (``best_formulas`` merges it with the episode's own); ``agents``: how many
+    agents search the run (``context.info["agents"]``: evolve agents split their seed library)."""
     tool_context = EpisodeContext.create(
         dataset,
         evaluator,
@@ -103,6 +110,7 @@ def build_agent(
         max_expressions_per_call=max_expressions_per_call or DEFAULT_MAX_EXPRESSIONS,
         dimensionless_constants=dimensionless_constants,
         run_python=run_python,
+        run_front=run_front,
     )
     names = tuple(tools) if tools is not None else FORMULA_TOOLS
     # extra_tools: tools from elsewhere (MCP servers) in the same flat catalog.
@@ -120,7 +128,8 @@ def build_agent(
     context = Context(
         system=system,
         messages=[{"role": "user", "content": task_message(variables=variables, target=target)}],
-        info=problem_info(dataset, seed=seed, agent_id=agent_id, sample_rows=sample_rows),
+        info=problem_info(dataset, seed=seed, agent_id=agent_id, sample_rows=sample_rows,
+                          agents=agents),
     )
     return Agent(
         model, parser, catalog, context, limits,

@@ -25,7 +25,7 @@ from sr_dist.results.simplified import simplify_entries
 from sr_dist.sr.dimensional import with_dimensions
 from sr_dist.sr.episode import DEFAULT_MAX_EXPRESSIONS, EpisodeContext, FitRecorder
 from sr_dist.sr.fit_notes import check_origins, with_origins
-from sr_dist.sr.state import Submission
+from sr_dist.sr.state import Submission, with_run_front
 from sr_dist.tools.base import BaseTool
 from sr_dist.tools.formatting import significant
 from sr_dist.tools.formula_helpers import evaluate_expressions, formula_text
@@ -400,28 +400,32 @@ class DataSummary(FormulaTool):
 class BestFormulas(FormulaTool):
     metadata = ToolMetadata(name="best_formulas", read_only=True, idempotent=True)
 
-    def execute(self, k: int = 5) -> dict[str, Any]:
-        """The best formulas evaluated so far: the Pareto front of complexity against
-        validation NMSE (each formula is more accurate than every simpler one), each with its
-        simplified form (constants written in, snapped to closed forms where that fits as well).
+    def execute(self, k: int = 5, simplify: bool = True) -> dict[str, Any]:
+        """The best formulas evaluated so far, by every agent of the run: the Pareto front of
+        complexity against validation NMSE (each formula is more accurate than every simpler
+        one), each with its simplified form (constants written in, snapped to closed forms
+        where that fits as well).
 
         Args:
             k: How many formulas to list (1 to 50); the most accurate ones are kept.
+            simplify: Also give each formula's simplified form (up to a few seconds).
         """
         if not 1 <= k <= 50:
             return {"success": False, "reason": f"k must be between 1 and 50, got {k}."}
         archive = self.context.archive
-        front = archive.front()
+        front, run_wide = with_run_front(archive.front(), self.context.run_front)
         kept = sorted(front, key=rank_key)[:k]
         kept.sort(key=lambda c: (c.complexity or 0, fitness(c)))
         entries = [c.brief() for c in kept]
-        simplified = simplify_entries(entries, self.context.dataset, budget_s=SIMPLIFY_BUDGET_S)
-        for entry, form in zip(entries, simplified):
-            entry["simplified"] = form.expression if math.isfinite(form.raw_nmse) else None
+        if simplify:
+            simplified = simplify_entries(entries, self.context.dataset, budget_s=SIMPLIFY_BUDGET_S)
+            for entry, form in zip(entries, simplified):
+                entry["simplified"] = form.expression if math.isfinite(form.raw_nmse) else None
         return {
             "front": entries,
             "front_size": len(front),
             "evaluated": len(archive),
+            "run_wide": run_wide,
         }
 
     def format_result_dict(self, result: Any) -> str:
@@ -429,8 +433,8 @@ class BestFormulas(FormulaTool):
         if not front:
             return f"No formula has been fitted successfully yet ({result['evaluated']} evaluated)."
         lines = [
-            f"Pareto front ({len(front)} of {result['front_size']} shown; {result['evaluated']} candidates "
-            "evaluated), simplest first:"
+            f"Pareto front{' of every agent' if result.get('run_wide') else ''} ({len(front)} of "
+            f"{result['front_size']} shown; {result['evaluated']} candidates evaluated here), simplest first:"
         ]
         for cand in front:
             simpler = (f"  simplified: {cand['simplified']}"

@@ -10,15 +10,18 @@ ordering and Pareto rules live in :mod:`sr_dist.candidate`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sr_dist.candidate import Candidate, candidate_front, fitness, rank_key
 
-__all__ = ["CandidateArchive", "EpisodeState", "Submission"]
+__all__ = ["CandidateArchive", "EpisodeState", "Submission", "with_run_front"]
+
+log = logging.getLogger(__name__)
 
 
 class CandidateArchive:
@@ -81,6 +84,21 @@ class CandidateArchive:
         best = self.best()
         shown = f", best={best.expression!r} ({fitness(best):.3g})" if best is not None else ""
         return f"CandidateArchive(candidates={len(self)}{shown})"
+
+
+def with_run_front(own: tuple[Candidate, ...], read: Callable[[], Sequence[Any]] | None,
+                   ) -> tuple[tuple[Candidate, ...], bool]:
+    """An episode's own front merged with the run's (every agent's, from ``read``), and
+    whether the run's was read: a run front that cannot be read leaves the episode's own, so
+    a lost result writer never fails the tool call."""
+    if read is None:
+        return own, False
+    try:
+        others = tuple(c for c in read() if isinstance(c, Candidate))
+    except Exception as exc:  # noqa: BLE001 - the agent's own front still answers
+        log.warning("the run's front could not be read (%s); the agent's own front answers", exc)
+        return own, False
+    return candidate_front((*own, *others)), True
 
 
 @dataclass(frozen=True)

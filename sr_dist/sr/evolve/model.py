@@ -42,6 +42,7 @@ from sr_dist.sr.evolve.library.seed import Seed
 from sr_dist.sr.evolve.library.sources.pi_groups import units_from_info
 from sr_dist.sr.evolve.population import (
     EVALUATE_TOOL,
+    FRONT_TOOL,
     SUBMIT_TOOL,
     History,
     HistoryReader,
@@ -182,11 +183,22 @@ class EvolveModel:
         can_submit = available is None or SUBMIT_TOOL in available
         units = units_from_info(context.info, variables)
         memo = _library_key(variables, sample, units)
-        library = _share(self._library(variables, sample, units), _agent_id(context), self.config.batch_size)
+        library = _share(self._library(variables, sample, units), _agent_id(context),
+                         self.config.batch_size, _agents(context) if self.config.split_library else None)
         keys = self._seed_keys.setdefault(memo, SeedKeys())
         proposal = propose(history, variables, library, self.config, rng, can_submit, keys)
         sent = proposal.expressions if proposal.submit is None and proposal.expressions else None
-        return self._respond(proposal, history), sent
+        migrate = sent is not None and self._migration_due(history.generations, available)
+        # A turn that also reads the run's front adds two results to the history, so no
+        # proposal is bred ahead of it (it would be bred for one).
+        return self._respond(proposal, history, migrate), None if migrate else sent
+
+    def _migration_due(self, generations: int, available: frozenset[str] | None) -> bool:
+        """Whether this turn also asks ``best_formulas`` for the run's front (migration):
+        every ``migrate_every`` generations, where the tool is offered."""
+        every = self.config.migrate_every
+        return (every > 0 and generations > 0 and generations % every == 0
+                and available is not None and FRONT_TOOL in available)
 
     def _start_ahead(self, context: Context, variables: tuple[str, ...],
                      available: frozenset[str] | None, pairs: list[Any],
@@ -284,7 +296,7 @@ class EvolveModel:
                                     else self.library_cache.get(f"{key} {self.library!r}", build))
         return self._libraries[key]
 
-    def _respond(self, proposal: Proposal, history: History) -> ModelResponse:
+    def _respond(self, proposal: Proposal, history: History, migrate: bool = False) -> ModelResponse:
         call_id = f"evolve-{history.calls}"
         if proposal.submit is not None:
             best = proposal.submit
@@ -298,7 +310,12 @@ class EvolveModel:
                                          "origins": list(proposal.origins)}
             if proposal.starts:
                 arguments["starts"] = list(proposal.starts)
-            return self._calls(EVALUATE_TOOL, arguments, call_id, text)
+            response = self._calls(EVALUATE_TOOL, arguments, call_id, text)
+            if not migrate:
+                return response
+            front = self._calls(FRONT_TOOL, {"k": MIGRANTS, "simplify": False}, f"{call_id}-front", "")
+            return ModelResponse(text=text, tool_calls=(*response.tool_calls, *front.tool_calls),
+                                 usage=Usage(), finish_reason="tool_calls")
         return ModelResponse(text="The search has nothing new to propose.", finish_reason="stop")
 
     @staticmethod
@@ -307,6 +324,9 @@ class EvolveModel:
         call = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": payload}}
         return ModelResponse(text=text, tool_calls=(call,), usage=Usage(), finish_reason="tool_calls")
 
+
+#: How many of the run's front a migration asks ``best_formulas`` for (its most).
+MIGRANTS = 50
 
 #: Where agent ``k`` starts in the library after its common head: ``k`` times the golden
 #: ratio's fraction of its length (any number of agents spreads out without being told it).
@@ -329,13 +349,26 @@ def _agent_id(context: Context) -> int:
     return int(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _share(library: tuple[Seed, ...], agent_id: int, batch_size: int) -> tuple[Seed, ...]:
+def _agents(context: Context) -> int | None:
+    """The run's agent count (``context.info["agents"]``), or None where it is not given."""
+    value = context.info.get("agents") if isinstance(context.info, Mapping) else None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
+        return int(value)
+    return None
+
+
+def _share(library: tuple[Seed, ...], agent_id: int, batch_size: int,
+           agents: int | None = None) -> tuple[Seed, ...]:
     """The library in the order agent ``agent_id`` takes it: every agent starts with the same
-    half batch (the near-exact seeds, worth fitting twice rather than late), then agent 0 goes
-    on in order and agent ``k`` from ``k * 0.618`` of the way along, wrapping round, so two
-    agents cover a long library in half the time instead of fitting the same entries twice."""
+    half batch (the near-exact seeds, worth fitting twice rather than late). Where the run's
+    agent count is known, agent ``k`` of ``n`` then takes every ``n``-th seed of the rest from
+    the ``k``-th, so each seed is fitted once in the run and the agents share what they found
+    through the run's front (migration). Otherwise agent 0 goes on in order and agent ``k``
+    from ``k * 0.618`` of the way along, wrapping round."""
     head = max(1, batch_size // 2)
     tail = library[head:]
+    if agents is not None and agents > 1:
+        return library[:head] + tail[agent_id % agents::agents]
     if agent_id == 0 or len(tail) < 2:
         return library
     offset = int(len(tail) * ((agent_id * _GOLDEN) % 1.0))

@@ -24,6 +24,7 @@ from sr_dist.sr.evolve.tree import with_constant_values
 
 __all__ = [
     "EVALUATE_TOOL",
+    "FRONT_TOOL",
     "SUBMIT_TOOL",
     "SUMMARY_TOOL",
     "Individual",
@@ -40,6 +41,8 @@ __all__ = [
 
 EVALUATE_TOOL = "evaluate_formulas"
 SUBMIT_TOOL = "submit_formula"
+#: The run's Pareto front over every agent (migration: its members join the breeding pool).
+FRONT_TOOL = "best_formulas"
 SUMMARY_TOOL = "data_summary"
 
 #: NMSE below this counts as zero when scoring (float32 evaluation floor).
@@ -323,6 +326,8 @@ class HistoryReader:
             self._summary = payload
         if name == SUBMIT_TOOL:
             self._submitted.append(str(arguments.get("expression", "")))
+        if name == FRONT_TOOL and getattr(result, "ok", False) and isinstance(payload, Mapping):
+            self._migrate(payload.get("front"))
         if name != EVALUATE_TOOL:
             return
         generation = len(self._best_by_generation)
@@ -376,6 +381,32 @@ class HistoryReader:
             if known is not None and known.local:
                 self._keep(key, replace(known, local=False))
         self._best_by_generation.append(self._best)
+
+    def _migrate(self, entries: Any) -> None:
+        """Members of the run's front (``best_formulas``: other agents' candidates among them)
+        this history does not hold yet join it, with their fitted constants, as full fits."""
+        generation = len(self._best_by_generation)
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, Mapping):
+                continue
+            expression, canonical = entry.get("expression"), entry.get("canonical")
+            nmse = record_fitness(entry)
+            if not isinstance(expression, str):
+                continue
+            parsed = parse_cached(expression, self.names)
+            if parsed is None or not math.isfinite(nmse):
+                continue
+            key = canonical if isinstance(canonical, str) else parsed.canonical
+            self._seen.add(key)
+            if key in self._unique:
+                continue
+            self._best = min(self._best, nmse)
+            if self._best_by_generation:  # the generation it arrived in knows it
+                self._best_by_generation[-1] = min(self._best_by_generation[-1], nmse)
+            self._keep(key, Individual(
+                expression=expression, canonical=key, parsed_tree=parsed.tree, nmse=nmse,
+                complexity=parsed.complexity, generation=generation, consistent=_verdict(entry),
+                fitted=tuple(_fitted_constants(entry).items()) if self.with_constants else ()))
 
     def _keep(self, key: str, ind: Individual) -> None:
         replaces = self._unique.get(key)

@@ -117,6 +117,14 @@ class EvolveConfig:
     #: nothing (below :data:`~sr_dist.sr.evolve.rewrites.NEGLIGIBLE` of the largest; origin
     #: ``pruned``), with its reductions.
     drop_negligible_terms: bool = True
+    #: Where the run's agent count is known (``context.info["agents"]``), agent ``k`` of ``n``
+    #: takes every ``n``-th library seed after the common head, so the run fits each seed once
+    #: (two agents walking the whole library fitted every seed twice: a tenth of a default
+    #: run's candidates). ``False``: every agent walks the whole library.
+    split_library: bool = True
+    #: Every this many generations, ask ``best_formulas`` (where the tool is offered) for the
+    #: run's Pareto front and breed from its members too (migration between agents); 0: never.
+    migrate_every: int = 5
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -124,6 +132,8 @@ class EvolveConfig:
         if not all(0 <= v <= 1 for v in (self.p_fresh, self.p_elite, self.library_share,
                                           self.refit_share)):
             raise ValueError("p_fresh, p_elite, library_share and refit_share must lie in [0, 1]")
+        if self.migrate_every < 0:
+            raise ValueError("migrate_every must be >= 0 (0: no migration)")
         if self.pool_size < 1 or self.tournament_size < 1:
             raise ValueError("pool_size and tournament_size must be >= 1")
         if not (self.target_nmse >= 0 and self.stop_nmse >= 0):
@@ -237,7 +247,9 @@ def _submission(history: History, config: EvolveConfig) -> Proposal | None:
     if best is None:
         return None
     if best.nmse < config.stop_nmse:
-        first = next(g for g, b in enumerate(history.best_by_generation) if b < config.stop_nmse)
+        # (a migrant read before any generation of this agent's own counts from the last one)
+        first = next((g for g, b in enumerate(history.best_by_generation) if b < config.stop_nmse),
+                     history.generations - 1)
         solved = history.solutions(config.target_nmse)
         if history.generations - 1 - first >= config.polish_generations and solved:
             choice = min(solved, key=lambda i: (i.complexity, i.nmse, i.canonical))

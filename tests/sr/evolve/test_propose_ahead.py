@@ -19,7 +19,8 @@ from .conftest import NAMES, TOOLS, info_for, step
 def _turns(datasets, evaluators, name: str, turns: int, **options):
     """A model proposing ahead driven for ``turns`` turns: its context and its responses."""
     context = Context(info=info_for(datasets[name], sample=False))  # data-free seeds: quick
-    model = EvolveModel(batch_size=16, seed=7, propose_ahead=True, **options)
+    # Migration adds a second call to some turns (test_migration.py): one pair a turn here.
+    model = EvolveModel(batch_size=16, seed=7, propose_ahead=True, migrate_every=0, **options)
     responses = [step(model, context, evaluators[name]) for _ in range(turns)]
     return model, context, responses
 
@@ -31,7 +32,7 @@ def test_a_fresh_model_proposes_what_was_bred_ahead(datasets, evaluators, name: 
     tools = [r.tool_calls[0]["function"]["name"] for r in responses]
     assert model.proposed_ahead == sum(t == "evaluate_formulas" for t in tools[:-1]) >= 5
     for turn, response in enumerate(responses):
-        fresh = EvolveModel(batch_size=16, seed=7, propose_ahead=True)
+        fresh = EvolveModel(batch_size=16, seed=7, propose_ahead=True, migrate_every=0)
         replay = Context(info=context.info, tool_history=list(context.tool_history[:turn]))
         assert fresh.call(replay, TOOLS) == response, f"turn {turn}"
         # Numbered, and seeded, by the calls so far, as without proposing ahead.
@@ -52,10 +53,10 @@ def test_a_batch_is_bred_without_the_last_calls_results(datasets, evaluators) ->
         # The last call's results do not matter (they were not read): without them, the same.
         call, _ = pairs[turn - 1]
         blind = list(pairs[:turn - 1]) + [(call, ToolCallResult(True, {"results": []}, "", {}))]
-        fresh = EvolveModel(batch_size=16, seed=7, propose_ahead=True)
+        fresh = EvolveModel(batch_size=16, seed=7, propose_ahead=True, migrate_every=0)
         assert fresh.call(Context(info=context.info, tool_history=blind), TOOLS) == responses[turn]
     # A model that reads them proposes otherwise.
-    plain = EvolveModel(batch_size=16, seed=7, propose_ahead=False)
+    plain = EvolveModel(batch_size=16, seed=7, propose_ahead=False, migrate_every=0)
     assert plain.call(Context(info=context.info, tool_history=list(pairs[:4])), TOOLS) != responses[4]
 
 
