@@ -86,3 +86,30 @@ def test_a_run_whose_writer_is_killed_loses_and_doubles_nothing(ray_cluster: Non
     assert 0 <= writer["duplicates"] <= writer["resent_rows"]
     assert writer["write_error"] is None and writer["files"] == 1
     assert all(agent.lost_row_batches == 0 for agent in summary.agents)
+
+
+def test_the_writer_keeps_the_run_front_that_agents_read(ray_cluster: None, tmp_path: Path) -> None:
+    """Migration's source: the writer's front of every agent's rows, as ``best_formulas``
+    reads it through an agent actor (``AgentActor._run_front`` makes the same call)."""
+    import ray
+
+    from sr_dist.candidate import Candidate, candidate_front
+    from sr_dist.search.actors import ResultWriter
+
+    run_id = "writer-front"
+    writer: Any = ResultWriter.options(**_writer_options(run_id)).remote(  # type: ignore[attr-defined]
+        str(tmp_path), run_id, "feynman:I.6.2", "evolve", 0.05)
+    rows = []
+    for agent in (0, 1):
+        for i in range(12):
+            rows += rows_for(run_id, 1, agent_id=agent, step0=i, expression=f"c0*x{i} + {agent}",
+                             canonical=f"k{agent}-{i}", complexity=2 + i,
+                             val_nmse=10.0 ** -(i + agent * (i % 3)))
+    assert ray.get([writer.add.remote(rows[i:i + 5]) for i in range(0, len(rows), 5)],
+                   timeout=60) == [5] * (len(rows) // 5) + ([len(rows) % 5] if len(rows) % 5 else [])
+    front = ray.get(writer.front.remote(), timeout=60)
+    expected = candidate_front([Candidate.from_fit(r) for r in rows])
+    assert [c.key for c in front] == [c.key for c in expected]
+    assert {c.agent_id for c in front} == {0, 1}  # both agents' candidates are on it
+    ray.get(writer.close.remote(), timeout=60)
+    ray.kill(writer, no_restart=True)

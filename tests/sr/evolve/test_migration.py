@@ -58,7 +58,7 @@ def test_every_few_generations_the_run_front_joins_the_pool(datasets, evaluators
     law = evaluator.fit_many(["a*x0*sin(x1) + b*x2**2"])[0]
     assert law.ok and law.val_nmse < 1e-12
     asked = []
-    for turn in range(8):
+    for _ in range(8):
         before = Context(info=context.info, tool_history=list(context.tool_history))
         response = model.call(context, TOOLS)
         # still a function of the context: a fresh model given it proposes the same
