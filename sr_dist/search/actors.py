@@ -198,7 +198,7 @@ class EvaluatorActor:
         await self._service.close()
 
 
-@ray.remote(concurrency_groups={"control": 4})  # type: ignore[call-overload]
+@ray.remote(concurrency_groups={"control": 4, "front": 4})  # type: ignore[call-overload]
 class ResultWriter:
     """Writes a run's candidate rows (``CandidateWriter``) and tallies them for the driver.
 
@@ -253,9 +253,10 @@ class ResultWriter:
         self._front.add(result.rows)
         return result.accepted
 
-    @ray.method(concurrency_group="control")
+    @ray.method(concurrency_group="front")
     def front(self) -> tuple[Any, ...]:
-        """The run's Pareto front (``Candidate``s, simplest first): every agent's rows."""
+        """The run's Pareto front (``Candidate``s, simplest first): every agent's rows. Threads
+        of its own, so an agent's ``best_formulas`` never waits behind a flush or a poll."""
         return self._front.front()
 
     @ray.method(concurrency_group="control")
