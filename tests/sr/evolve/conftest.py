@@ -142,3 +142,18 @@ def exact_library_entries(names: tuple[str, ...], X: np.ndarray, y: np.ndarray, 
     evaluator = Evaluator(dataset_from_arrays(X, y, list(names), seed=0), restarts=8,
                           data_starts=True, compilation_cache_dir=cache)
     return sum(1 for fit in evaluator.fit_many(ours) if fit.val_nmse is not None and fit.val_nmse < 1e-10)
+
+
+# A generated family for the search alone (no data sample, so no library shape fits):
+# a*x_i*f(x_j) + b*x_k**2 with f in sin, cos, exp(-.), variables and constants drawn per seed.
+_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sin": np.sin, "cos": np.cos, "exp": lambda v: np.exp(-v)}
+
+
+def generated_law(seed: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Member ``seed`` of the family above, as a function of the rows (3 variables)."""
+    rng = np.random.default_rng(seed)
+    i, j, k = rng.permutation(3)
+    fn = _FUNCTIONS[("sin", "cos", "exp")[seed % 3]]
+    a, b = np.round(rng.uniform(0.5, 3.0, 2), 2)
+    return lambda X: a * X[:, i] * fn(X[:, j]) + b * X[:, k] ** 2

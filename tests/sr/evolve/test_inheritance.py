@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ from sr_dist.sr.evolve.tree import (
 )
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
-from .conftest import NAMES, TOOLS, info_for, step
+from .conftest import NAMES, TOOLS, generated_law, info_for, step
 
 WITHOUT_CURVES = [s for s in DEFAULT_SOURCES if s not in ("curves", "pair_curves")]
 
@@ -147,20 +146,6 @@ def test_front_members_fitted_only_locally_are_proposed_again_in_full() -> None:
         EvolveConfig(refit_share=1.5)
 
 
-# A generated family for the search alone (no data sample, so no library shape fits):
-# a*x_i*f(x_j) + b*x_k**2 with f in sin, cos, exp(-.), variables and constants drawn per seed.
-_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "sin": np.sin, "cos": np.cos, "exp": lambda v: np.exp(-v)}
-
-
-def _law(seed: int) -> Callable[[np.ndarray], np.ndarray]:
-    rng = np.random.default_rng(seed)
-    i, j, k = rng.permutation(3)
-    fn = _FUNCTIONS[("sin", "cos", "exp")[seed % 3]]
-    a, b = np.round(rng.uniform(0.5, 3.0, 2), 2)
-    return lambda X: a * X[:, i] * fn(X[:, j]) + b * X[:, k] ** 2
-
-
 def test_inheritance_hit_count_over_a_generated_family(tmp_path: Path) -> None:
     """Seeds 0-7 of the family, 40 generations of 32 at most, inheritance on (the default): at
     least one exact. The search is chaotic (one last-bit difference in one fit sends it
@@ -173,7 +158,7 @@ def test_inheritance_hit_count_over_a_generated_family(tmp_path: Path) -> None:
     for seed in range(8):
         X = np.random.default_rng(100 + seed).uniform(1.0, 3.0, (200, 3))
         path = tmp_path / f"law{seed}.csv"
-        np.savetxt(path, np.column_stack([X, _law(seed)(X)]), delimiter=",",
+        np.savetxt(path, np.column_stack([X, generated_law(seed)(X)]), delimiter=",",
                    header="x0,x1,x2,y", comments="", fmt="%.17g")
         dataset = load_dataset(f"csv:{path}", seed=0)
         evaluator = Evaluator(dataset, restarts=4, max_iters=30)

@@ -13,7 +13,7 @@ from sr_dist.sr.evolve.model import EvolveModel
 from sr_dist.sr.evolve.population import read_history
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
-from .conftest import TOOLS, info_for, step, tool_record
+from .conftest import TOOLS, generated_law, info_for, step, tool_record
 
 
 def _library_picks(model: EvolveModel, info: dict[str, Any], evaluator: Any, turns: int) -> list[str]:
@@ -152,14 +152,12 @@ def test_migration_hit_count_over_a_generated_family(tmp_path) -> None:
     from sr_dist.data import load_dataset
     from sr_dist.evaluator import Evaluator
 
-    from .test_inheritance import _law
-
     found = {3: 0, 0: 0}
     sampled = 0
     for seed in range(3):
         X = np.random.default_rng(100 + seed).uniform(1.0, 3.0, (200, 3))
         path = tmp_path / f"law{seed}.csv"
-        np.savetxt(path, np.column_stack([X, _law(seed)(X)]), delimiter=",",
+        np.savetxt(path, np.column_stack([X, generated_law(seed)(X)]), delimiter=",",
                    header="x0,x1,x2,y", comments="", fmt="%.17g")
         dataset = load_dataset(f"csv:{path}", seed=0)
         evaluator = Evaluator(dataset, restarts=4, max_iters=30)
