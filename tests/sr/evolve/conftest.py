@@ -157,3 +157,13 @@ def generated_law(seed: int) -> Callable[[np.ndarray], np.ndarray]:
     fn = _FUNCTIONS[("sin", "cos", "exp")[seed % 3]]
     a, b = np.round(rng.uniform(0.5, 3.0, 2), 2)
     return lambda X: a * X[:, i] * fn(X[:, j]) + b * X[:, k] ** 2
+
+
+def generated_dataset(folder: Path, seed: int) -> Dataset:
+    """Member ``seed`` of :func:`generated_law`'s family on 200 rows of ``U(1, 3)``, written
+    as a CSV under ``folder`` and loaded as a user's file is."""
+    X = np.random.default_rng(100 + seed).uniform(1.0, 3.0, (200, 3))
+    path = folder / f"law{seed}.csv"
+    np.savetxt(path, np.column_stack([X, generated_law(seed)(X)]), delimiter=",",
+               header="x0,x1,x2,y", comments="", fmt="%.17g")
+    return load_dataset(f"csv:{path}", seed=0)

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from sr_dist.conversation import Context
-from sr_dist.data import load_dataset
 from sr_dist.evaluator import Evaluator
 from sr_dist.formula import parse_formula
 from sr_dist.sr.evolve.library.config import DEFAULT_SOURCES
@@ -34,7 +33,7 @@ from sr_dist.sr.evolve.tree import (
 )
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
-from .conftest import NAMES, TOOLS, generated_law, info_for, step
+from .conftest import NAMES, TOOLS, generated_dataset, info_for, step
 
 WITHOUT_CURVES = [s for s in DEFAULT_SOURCES if s not in ("curves", "pair_curves")]
 
@@ -156,11 +155,7 @@ def test_inheritance_hit_count_over_a_generated_family(tmp_path: Path) -> None:
     throughput (docs/evolve.md), not hits on this family."""
     hits = 0
     for seed in range(8):
-        X = np.random.default_rng(100 + seed).uniform(1.0, 3.0, (200, 3))
-        path = tmp_path / f"law{seed}.csv"
-        np.savetxt(path, np.column_stack([X, generated_law(seed)(X)]), delimiter=",",
-                   header="x0,x1,x2,y", comments="", fmt="%.17g")
-        dataset = load_dataset(f"csv:{path}", seed=0)
+        dataset = generated_dataset(tmp_path, seed)
         evaluator = Evaluator(dataset, restarts=4, max_iters=30)
         context = Context(info=info_for(dataset, sample=False))
         # The library these figures were measured with: the curves source (default since) adds

@@ -8,12 +8,13 @@ import json
 from typing import Any
 
 from sr_dist.conversation import Context
+from sr_dist.evaluator import Evaluator
 from sr_dist.formula import parse_formula
 from sr_dist.sr.evolve.model import EvolveModel
 from sr_dist.sr.evolve.population import read_history
 from sr_dist.tools.types import ToolCall, ToolCallResult
 
-from .conftest import TOOLS, generated_law, info_for, step, tool_record
+from .conftest import TOOLS, generated_dataset, info_for, step, tool_record
 
 
 def _library_picks(model: EvolveModel, info: dict[str, Any], evaluator: Any, turns: int) -> list[str]:
@@ -147,19 +148,10 @@ def test_migration_hit_count_over_a_generated_family(tmp_path) -> None:
     found it, with ``migrate_every=3``, and less often alone (``0``). Measured over seeds 0-5
     when this was written: the sampled agent exact in 6, the other in 6 with migration and in
     0 alone."""
-    import numpy as np
-
-    from sr_dist.data import load_dataset
-    from sr_dist.evaluator import Evaluator
-
     found = {3: 0, 0: 0}
     sampled = 0
     for seed in range(3):
-        X = np.random.default_rng(100 + seed).uniform(1.0, 3.0, (200, 3))
-        path = tmp_path / f"law{seed}.csv"
-        np.savetxt(path, np.column_stack([X, generated_law(seed)(X)]), delimiter=",",
-                   header="x0,x1,x2,y", comments="", fmt="%.17g")
-        dataset = load_dataset(f"csv:{path}", seed=0)
+        dataset = generated_dataset(tmp_path, seed)
         evaluator = Evaluator(dataset, restarts=4, max_iters=30)
         for every in found:
             with_sample, without = _two_agents(dataset, evaluator, every, 7)
